@@ -1,0 +1,580 @@
+"""The durable, provider-neutral conversation.
+
+A conversation is a list of [`Message`][ferrule.core.messages.Message]: a
+[`ModelRequest`][ferrule.core.messages.ModelRequest] (what the application and tools send) or a
+[`ModelResponse`][ferrule.core.messages.ModelResponse] (what the model answered). Each side has its own
+part union, so a tool call inside a request or a system prompt inside a response cannot be built.
+
+Names and JSON field names follow PydanticAI v2's message vocabulary, so a history written by
+PydanticAI loads into these types (see [`ferrule.core.history`][ferrule.core.history]).
+
+Provider-opaque data (`provider_details`, thinking signatures) is kept exactly as received and is
+replayed only to the provider and model that produced it
+([`replayable_to`][ferrule.core.messages.replayable_to]). Application `metadata` is never sent to a
+model.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import msgspec
+
+from .usage import RequestUsage
+
+__all__ = [
+    "AudioUrl",
+    "BinaryContent",
+    "CachePoint",
+    "CompactionPart",
+    "DocumentUrl",
+    "FilePart",
+    "FinishReason",
+    "ImageUrl",
+    "Message",
+    "ModelRequest",
+    "ModelRequestPart",
+    "ModelResponse",
+    "ModelResponsePart",
+    "MultiModalContent",
+    "NativeToolCallPart",
+    "NativeToolReturnPart",
+    "RetryPromptPart",
+    "SystemPromptPart",
+    "TextContent",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCallPart",
+    "ToolReturnPart",
+    "UploadedFile",
+    "UserContent",
+    "UserPromptPart",
+    "VideoUrl",
+    "new_tool_call_id",
+    "replayable_to",
+]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_tool_call_id() -> str:
+    """Return a fresh tool call ID, for providers that do not send one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+FinishReason: TypeAlias = Literal["stop", "length", "content_filter", "tool_call", "error", "other"]
+"""Why the model stopped, normalized across providers; the raw reason is kept in `provider_details`."""
+
+
+# --- rich user content ---------------------------------------------------------------------------
+
+
+class _FileUrl(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind"):
+    url: str
+    """The URL of the file; checked against the run's URL policy before any request."""
+    force_download: bool | Literal["allow-local"] = False
+    """Download the file and send its bytes instead of the URL."""
+    vendor_metadata: dict[str, Any] | None = None
+    """Provider-specific options for this file (e.g. image detail), passed through unchanged."""
+    media_type: str | None = None
+    """The MIME type; inferred from the URL when not given."""
+    identifier: str | None = None
+    """A short stable identifier the model can use to refer to this file."""
+
+    @property
+    def resolved_media_type(self) -> str:
+        """The explicit media type, or one guessed from the URL's extension."""
+        if self.media_type:
+            return self.media_type
+        guessed, _ = mimetypes.guess_type(self.url.split("?", 1)[0])
+        return guessed or _DEFAULT_MEDIA_TYPE[type(self).__name__]
+
+
+class ImageUrl(_FileUrl, tag="image-url"):
+    """An image referenced by URL."""
+
+
+class AudioUrl(_FileUrl, tag="audio-url"):
+    """An audio clip referenced by URL."""
+
+
+class VideoUrl(_FileUrl, tag="video-url"):
+    """A video referenced by URL."""
+
+
+class DocumentUrl(_FileUrl, tag="document-url"):
+    """A document (PDF, text, ...) referenced by URL."""
+
+
+_DEFAULT_MEDIA_TYPE = {
+    "ImageUrl": "image/png",
+    "AudioUrl": "audio/mpeg",
+    "VideoUrl": "video/mp4",
+    "DocumentUrl": "application/pdf",
+}
+
+
+class BinaryContent(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="binary"):
+    """Inline bytes: an image, audio clip, document or any other file."""
+
+    data: bytes
+    """The raw bytes; base64-encoded only at a provider's wire boundary (and in JSON)."""
+    media_type: str
+    """The MIME type of `data`, e.g. `"image/png"`."""
+    vendor_metadata: dict[str, Any] | None = None
+    """Provider-specific options for this content, passed through unchanged."""
+    identifier: str | None = None
+    """A short stable identifier the model can use to refer to this content."""
+
+    @property
+    def is_image(self) -> bool:
+        """Whether this is an image."""
+        return self.media_type.startswith("image/")
+
+    @property
+    def is_audio(self) -> bool:
+        """Whether this is audio."""
+        return self.media_type.startswith("audio/")
+
+    @property
+    def is_video(self) -> bool:
+        """Whether this is video."""
+        return self.media_type.startswith("video/")
+
+    @property
+    def base64(self) -> str:
+        """`data` as standard base64 text."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_uri(self) -> str:
+        """`data` as a `data:` URI."""
+        return f"data:{self.media_type};base64,{self.base64}"
+
+
+class UploadedFile(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="uploaded-file"):
+    """A file previously uploaded to a provider's files API, valid only for that provider."""
+
+    file_id: str
+    """The provider's identifier of the file."""
+    provider_name: str
+    """The provider that owns the file; other providers reject it before any request."""
+    vendor_metadata: dict[str, Any] | None = None
+    """Provider-specific options, passed through unchanged."""
+    media_type: str | None = None
+    """The MIME type of the file, when known."""
+    identifier: str | None = None
+    """A short stable identifier the model can use to refer to this file."""
+
+
+class CachePoint(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="cache-point"):
+    """Marks the end of a prompt prefix the provider should cache (ignored where unsupported)."""
+
+    ttl: Literal["5m", "1h"] = "5m"
+    """How long the provider should keep the cached prefix."""
+
+
+class TextContent(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="text-content"):
+    """Text with application metadata that is never sent to the model."""
+
+    content: str
+    """The text sent to the model."""
+    metadata: Any = None
+    """Application data attached to the text; never sent."""
+
+
+MultiModalContent: TypeAlias = ImageUrl | AudioUrl | VideoUrl | DocumentUrl | BinaryContent | UploadedFile
+"""Any media item a user prompt can carry."""
+
+UserContent: TypeAlias = (
+    str
+    | ImageUrl
+    | AudioUrl
+    | VideoUrl
+    | DocumentUrl
+    | BinaryContent
+    | UploadedFile
+    | CachePoint
+    | TextContent
+)
+"""One item of a user prompt: text, media by URL or bytes, an uploaded file, or a cache point."""
+
+
+# --- request parts -------------------------------------------------------------------------------
+
+
+class SystemPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="system-prompt"):
+    """A system prompt written into the history (instructions are usually sent separately instead)."""
+
+    content: str
+    """The prompt text."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the part was created."""
+    dynamic_ref: str | None = None
+    """The name of the function that produced a dynamic system prompt, so it can be re-evaluated."""
+    context_id: str | None = None
+    """An application identifier for the context this prompt belongs to."""
+    scope: Literal["conversation", "request"] = "conversation"
+    """Whether the prompt applies to the whole conversation or only to its request."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to a model."""
+    part_kind: ClassVar[Literal["system-prompt"]] = "system-prompt"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class UserPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="user-prompt"):
+    """What the user said: plain text or a sequence of rich content items."""
+
+    content: str | list[UserContent]
+    """The prompt: a string, or a list of text and media items."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the part was created."""
+    part_kind: ClassVar[Literal["user-prompt"]] = "user-prompt"
+    """Discriminator of the part union (the JSON tag)."""
+
+    def iter_content(self) -> Iterator[UserContent]:
+        """Iterate the content items; a plain string yields itself once."""
+        if isinstance(self.content, str):
+            yield self.content
+        else:
+            yield from self.content
+
+
+class ToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-return"):
+    """The result of a function tool call, sent back to the model."""
+
+    tool_name: str
+    """The name of the tool that was called."""
+    content: Any
+    """The tool's return value: any JSON-encodable value, or rich content."""
+    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
+    """The ID of the call this answers; providers correlate by this ID, never by position."""
+    tool_kind: str | None = None
+    """What kind of tool this is, independent of its name (e.g. `"tool-search"`)."""
+    metadata: Any = None
+    """Application data attached to the result; never sent to the model."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the result was produced."""
+    outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
+    """How the call ended; `"denied"` results come from a refused approval."""
+    retry: dict[str, Any] | None = None
+    """Retry information when this result asks the model to call the tool again."""
+    content_file_digests: list[str] = msgspec.field(default_factory=list)
+    """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
+    part_kind: ClassVar[Literal["tool-return"]] = "tool-return"
+    """Discriminator of the part union (the JSON tag)."""
+
+    def model_response_str(self) -> str:
+        """The content as the text sent to providers that take tool results as strings."""
+        if isinstance(self.content, str):
+            return self.content
+        return msgspec.json.encode(self.content).decode()
+
+
+class RetryPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-prompt"):
+    """Asks the model to try again: after invalid tool arguments, a `ModelRetry`, or invalid output."""
+
+    content: list[dict[str, Any]] | str
+    """What was wrong: a message, or a list of validation error details."""
+    tool_name: str | None = None
+    """The tool whose call failed, or `None` when the final output was rejected."""
+    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
+    """The ID of the failed call."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the part was created."""
+    part_kind: ClassVar[Literal["retry-prompt"]] = "retry-prompt"
+    """Discriminator of the part union (the JSON tag)."""
+
+    def model_response(self) -> str:
+        """The text sent to the model to explain what to fix."""
+        if isinstance(self.content, str):
+            description = self.content
+        else:
+            lines = []
+            for error in self.content:
+                loc = ".".join(str(x) for x in error.get("loc", ()))
+                msg = error.get("msg", "")
+                lines.append(f"- {loc}: {msg}" if loc else f"- {msg}")
+            description = f"{len(self.content)} validation error(s):\n" + "\n".join(lines)
+        return f"{description}\n\nFix the errors and try again."
+
+
+ModelRequestPart: TypeAlias = SystemPromptPart | UserPromptPart | ToolReturnPart | RetryPromptPart
+"""A part that may appear in a request."""
+
+
+class ModelRequest(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="request"):
+    """Everything sent to the model in one turn: prompts, tool results and retry prompts."""
+
+    parts: list[ModelRequestPart]
+    """The parts of the request, in order."""
+    timestamp: datetime | None = None
+    """When the request was sent."""
+    instructions: str | None = None
+    """The instructions in force for this request (kept for provenance)."""
+    kind: ClassVar[Literal["request"]] = "request"
+    """Discriminator of the message union (the JSON tag)."""
+    run_id: str | None = None
+    """The agent run that produced this request."""
+    conversation_id: str | None = None
+    """The conversation this request belongs to."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to a model."""
+    state: Literal["complete", "interrupted"] = "complete"
+    """Whether the request was fully built."""
+
+    @classmethod
+    def user_text_prompt(cls, prompt: str, *, instructions: str | None = None) -> ModelRequest:
+        """A request holding one plain-text user prompt."""
+        return cls(parts=[UserPromptPart(content=prompt)], instructions=instructions)
+
+
+# --- response parts ------------------------------------------------------------------------------
+
+
+class TextPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="text"):
+    """Plain text from the model."""
+
+    content: str
+    """The text."""
+    id: str | None = None
+    """The provider's identifier of this part, if any."""
+    provider_name: str | None = None
+    """The provider that produced this part; set when `provider_details` must only go back to it."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    citations: list[dict[str, Any]] | None = None
+    """Sources the model cited for this text."""
+    part_kind: ClassVar[Literal["text"]] = "text"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class ThinkingPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="thinking"):
+    """The model's reasoning, with the signature some providers require to replay it."""
+
+    content: str
+    """The reasoning text (may be empty when the provider only returns an encrypted form)."""
+    id: str | None = None
+    """The provider's identifier of this part."""
+    signature: str | None = None
+    """The provider's signature or encrypted reasoning; sent back unchanged to the same model only."""
+    provider_name: str | None = None
+    """The provider that produced this part."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    part_kind: ClassVar[Literal["thinking"]] = "thinking"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class ToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-call"):
+    """The model asks the application to call a function tool."""
+
+    tool_name: str
+    """The name of the tool to call."""
+    args: str | dict[str, Any] | None = None
+    """The arguments: a JSON object, or the raw JSON text as the model produced it."""
+    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
+    """The call's ID; the tool result must carry the same ID."""
+    tool_kind: str | None = None
+    """What kind of tool this is, independent of its name."""
+    id: str | None = None
+    """The provider's identifier of this part (distinct from `tool_call_id` on some APIs)."""
+    provider_name: str | None = None
+    """The provider that produced this part."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data (e.g. a Gemini thought signature), replayed only to the same model."""
+    part_kind: ClassVar[Literal["tool-call"]] = "tool-call"
+    """Discriminator of the part union (the JSON tag)."""
+
+    def args_as_dict(self) -> dict[str, Any]:
+        """The arguments as a dict; raw JSON text is decoded (use the agent's bounded path for untrusted text)."""
+        if self.args is None:
+            return {}
+        if isinstance(self.args, dict):
+            return self.args
+        if not self.args.strip():
+            return {}
+        decoded = msgspec.json.decode(self.args)
+        if not isinstance(decoded, dict):
+            raise ValueError(f"arguments of {self.tool_name!r} are not a JSON object")
+        return decoded  # pyright: ignore[reportUnknownVariableType]
+
+    def args_as_json_str(self) -> str:
+        """The arguments as JSON text (`"{}"` when absent)."""
+        if self.args is None:
+            return "{}"
+        if isinstance(self.args, str):
+            return self.args or "{}"
+        return msgspec.json.encode(self.args).decode()
+
+
+class NativeToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="builtin-tool-call"):
+    """A call of a provider-native tool (web search, code execution, ...) run inside the provider."""
+
+    tool_name: str
+    """The native tool's name."""
+    args: str | dict[str, Any] | None = None
+    """The arguments the provider reported."""
+    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
+    """The call's ID."""
+    tool_kind: str | None = None
+    """What kind of tool this is."""
+    id: str | None = None
+    """The provider's identifier of this part."""
+    provider_name: str | None = None
+    """The provider that ran the tool."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    part_kind: ClassVar[Literal["builtin-tool-call"]] = "builtin-tool-call"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class NativeToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="builtin-tool-return"):
+    """The result of a provider-native tool, as reported by the provider."""
+
+    tool_name: str
+    """The native tool's name."""
+    content: Any
+    """The result the provider reported."""
+    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
+    """The ID of the call this answers."""
+    tool_kind: str | None = None
+    """What kind of tool this is."""
+    metadata: Any = None
+    """Application data; never sent to a model."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the result was received."""
+    outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
+    """How the call ended."""
+    provider_name: str | None = None
+    """The provider that ran the tool."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    content_file_digests: list[str] = msgspec.field(default_factory=list)
+    """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
+    part_kind: ClassVar[Literal["builtin-tool-return"]] = "builtin-tool-return"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class FilePart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="file"):
+    """A file the model generated (e.g. an image)."""
+
+    content: BinaryContent
+    """The file's bytes and media type."""
+    id: str | None = None
+    """The provider's identifier of this part."""
+    provider_name: str | None = None
+    """The provider that produced the file."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    part_kind: ClassVar[Literal["file"]] = "file"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class CompactionPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"):
+    """A provider-produced summary that stands in for earlier history."""
+
+    content: str | None = None
+    """The readable summary, when the provider gives one."""
+    id: str | None = None
+    """The provider's identifier of this part."""
+    provider_name: str | None = None
+    """The provider that produced it; only that provider can use an encrypted compaction."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data (e.g. encrypted content), replayed only to the same provider."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to a model."""
+    part_kind: ClassVar[Literal["compaction"]] = "compaction"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+ModelResponsePart: TypeAlias = (
+    TextPart | ThinkingPart | ToolCallPart | NativeToolCallPart | NativeToolReturnPart | FilePart | CompactionPart
+)
+"""A part that may appear in a response."""
+
+
+class ModelResponse(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="response"):
+    """One complete answer from a model."""
+
+    parts: list[ModelResponsePart]
+    """The parts of the answer, in order."""
+    usage: RequestUsage = msgspec.field(default_factory=RequestUsage)
+    """Token usage of the request that produced this response."""
+    model_name: str | None = None
+    """The model that answered, as reported by the provider when it says."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the response was received."""
+    kind: ClassVar[Literal["response"]] = "response"
+    """Discriminator of the message union (the JSON tag)."""
+    provider_name: str | None = None
+    """The provider that answered, e.g. `"openai"`."""
+    provider_url: str | None = None
+    """The API root the request went to."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data about the whole response (including the raw finish reason)."""
+    provider_response_id: str | None = None
+    """The provider's identifier of this response."""
+    finish_reason: FinishReason | None = None
+    """Why the model stopped, normalized; the raw value is `provider_details["finish_reason"]`."""
+    run_id: str | None = None
+    """The agent run that produced this response."""
+    conversation_id: str | None = None
+    """The conversation this response belongs to."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to a model."""
+    state: Literal["complete", "incomplete", "suspended", "interrupted"] = "complete"
+    """Whether the response is complete."""
+
+    @property
+    def text(self) -> str | None:
+        """The concatenated text parts, or `None` when there are none."""
+        texts = [p.content for p in self.parts if isinstance(p, TextPart)]
+        return "".join(texts) if texts else None
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The function tool calls, in the model's order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def thinking(self) -> str | None:
+        """The concatenated thinking text, or `None` when there is none."""
+        texts = [p.content for p in self.parts if isinstance(p, ThinkingPart)]
+        return "\n\n".join(texts) if texts else None
+
+    @property
+    def raw_finish_reason(self) -> str | None:
+        """The provider's own finish reason, when it sent one."""
+        if self.provider_details is None:
+            return None
+        raw = self.provider_details.get("finish_reason")
+        return raw if isinstance(raw, str) else None
+
+
+Message: TypeAlias = ModelRequest | ModelResponse
+"""One message of a conversation: a request or a response."""
+
+
+def replayable_to(response: ModelResponse, provider_name: str, model_name: str | None = None) -> bool:
+    """Whether provider-opaque data in `response` may be sent to `provider_name` (and `model_name`).
+
+    Signatures, encrypted reasoning and `provider_details` are only valid for the provider (and,
+    when given, the model) that produced them; other models receive only the portable parts.
+    """
+    if response.provider_name != provider_name:
+        return False
+    return model_name is None or response.model_name is None or response.model_name == model_name
+
+
+def iter_parts(messages: Sequence[Message]) -> Iterator[ModelRequestPart | ModelResponsePart]:
+    """Iterate every part of every message, in order."""
+    for message in messages:
+        yield from message.parts

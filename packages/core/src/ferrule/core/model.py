@@ -1,0 +1,303 @@
+"""The model protocol: one streamed request that ends in exactly one completed response.
+
+A provider package implements [`Model`][ferrule.core.model.Model] by subclassing it and writing
+`_stream` (and, optionally, a buffered `_request` that uses a non-streaming endpoint). The base class
+enforces the contract for every implementation:
+
+* the call is checked against the model's [`ModelProfile`][ferrule.core.profile.ModelProfile] before
+  any I/O;
+* a successful stream ends with exactly one
+  [`ResponseCompleted`][ferrule.core.model.ResponseCompleted] event holding the complete response,
+  and nothing follows it;
+* a stream that ends without one raises
+  [`ResponseDecodeError`][ferrule.core.errors.ResponseDecodeError] instead of looking like an empty
+  success.
+
+The per-step call a model receives is a [`ModelCall`][ferrule.core.model.ModelCall]: the messages,
+resolved instructions, tool definitions, output format and merged settings.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from .errors import ResponseDecodeError
+from .messages import Message, ModelResponse, ModelResponsePart
+from .profile import ModelProfile, NativeToolKind
+from .settings import ModelSettings
+
+__all__ = [
+    "JsonObjectOutput",
+    "JsonSchemaOutput",
+    "Model",
+    "ModelCall",
+    "ModelStreamEvent",
+    "NativeTool",
+    "OutputFormat",
+    "PartDeltaEvent",
+    "PartEndEvent",
+    "PartStartEvent",
+    "ResponseCompleted",
+    "TextOutput",
+    "TextPartDelta",
+    "ThinkingPartDelta",
+    "ToolCallPartDelta",
+    "ToolDefinition",
+]
+
+
+class ToolDefinition(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A tool as offered to a model: name, description and JSON Schema of its arguments."""
+
+    name: str
+    """The tool's name as the model sees it."""
+    parameters_json_schema: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    """JSON Schema of the arguments object."""
+    description: str | None = None
+    """What the tool does, for the model."""
+    strict: bool | None = None
+    """Ask the provider to enforce the schema exactly, where it can."""
+    kind: Literal["function", "output", "external", "unapproved"] = "function"
+    """`output` tools end the run with typed output; the others are ordinary calls."""
+    sequential: bool = False
+    """The tool must run alone, never concurrently with other calls."""
+    defer_loading: bool = False
+    """Kept out of the request until a tool search surfaces it."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to the model."""
+
+
+class TextOutput(msgspec.Struct, frozen=True, tag="text", tag_field="kind"):
+    """The model answers in free text."""
+
+
+class JsonObjectOutput(msgspec.Struct, frozen=True, tag="json_object", tag_field="kind"):
+    """The model answers with any JSON object (the agent validates it locally)."""
+
+
+class JsonSchemaOutput(msgspec.Struct, frozen=True, kw_only=True, tag="json_schema", tag_field="kind"):
+    """The model answers with JSON matching one schema, enforced natively by the provider."""
+
+    name: str
+    """A name for the schema (providers require one)."""
+    schema: dict[str, Any]
+    """The JSON Schema."""
+    description: str | None = None
+    """What the output is, for the model."""
+    strict: bool | None = None
+    """Ask for exact enforcement where the provider offers it."""
+
+
+OutputFormat: TypeAlias = TextOutput | JsonObjectOutput | JsonSchemaOutput
+"""The provider-facing output contract of one request."""
+
+TEXT_OUTPUT = TextOutput()
+"""The default output format."""
+
+
+class NativeTool(msgspec.Struct, frozen=True, kw_only=True):
+    """A provider-native tool to enable for a request (web search, code execution, ...)."""
+
+    kind: NativeToolKind
+    """Which native tool."""
+    options: dict[str, Any] | None = None
+    """Provider-specific options for the tool."""
+
+
+class ModelCall(msgspec.Struct, kw_only=True):
+    """Everything one model request needs: the per-step call built by the agent."""
+
+    messages: Sequence[Message]
+    """The provider-facing history, ending with the request to answer."""
+    instructions: str | None = None
+    """Resolved instructions, sent as the system prompt on every request."""
+    tools: Sequence[ToolDefinition] = ()
+    """Function tools the model may call."""
+    output_tools: Sequence[ToolDefinition] = ()
+    """Output tools: calling one ends the run with typed output."""
+    output: OutputFormat = TEXT_OUTPUT
+    """The output format."""
+    allow_text_output: bool = True
+    """Whether a plain-text answer is acceptable (false when output must come from an output tool)."""
+    native_tools: Sequence[NativeTool] = ()
+    """Provider-native tools to enable."""
+    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
+    """Merged settings (model → agent → run)."""
+    deadline: float | None = None
+    """Absolute deadline on anyio's clock (`anyio.current_time()`); the request must end by then."""
+    request_id: str | None = None
+    """Provider-facing correlation ID (sent as `x-client-request-id` where supported)."""
+    cache_key: str | None = None
+    """Prompt-cache key for providers that cache prompt prefixes."""
+    capture_error_body: bool = False
+    """Capture a bounded, redacted prefix of error bodies on provider errors."""
+
+    @property
+    def all_tools(self) -> list[ToolDefinition]:
+        """Function tools followed by output tools."""
+        return [*self.tools, *self.output_tools]
+
+
+# --- stream events -------------------------------------------------------------------------------
+
+
+class TextPartDelta(msgspec.Struct, frozen=True, tag="text", tag_field="part_delta_kind"):
+    """More text for a text part."""
+
+    content_delta: str
+    """The new text."""
+
+
+class ThinkingPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="thinking", tag_field="part_delta_kind"):
+    """More reasoning text, or its signature, for a thinking part."""
+
+    content_delta: str | None = None
+    """The new reasoning text."""
+    signature_delta: str | None = None
+    """Signature data for the part (replaces, not appends, on most providers)."""
+
+
+class ToolCallPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_field="part_delta_kind"):
+    """A fragment of a tool call: name, arguments or ID."""
+
+    tool_name_delta: str | None = None
+    """More of the tool's name."""
+    args_delta: str | dict[str, Any] | None = None
+    """More argument JSON text, or a complete arguments object."""
+    tool_call_id: str | None = None
+    """The call's ID once known."""
+
+
+PartDelta: TypeAlias = TextPartDelta | ThinkingPartDelta | ToolCallPartDelta
+"""A change to one response part."""
+
+
+class PartStartEvent(msgspec.Struct, frozen=True, tag="part_start", tag_field="event_kind"):
+    """A new response part begins at `index`."""
+
+    index: int
+    """The part's index in the response; every event for the part uses it."""
+    part: ModelResponsePart
+    """The part as first seen (may be partial)."""
+
+
+class PartDeltaEvent(msgspec.Struct, frozen=True, tag="part_delta", tag_field="event_kind"):
+    """A response part grows."""
+
+    index: int
+    """The part's index."""
+    delta: PartDelta
+    """What was added."""
+
+
+class PartEndEvent(msgspec.Struct, frozen=True, tag="part_end", tag_field="event_kind"):
+    """A response part is complete."""
+
+    index: int
+    """The part's index."""
+    part: ModelResponsePart
+    """The complete part."""
+
+
+class ResponseCompleted(msgspec.Struct, frozen=True, tag="response_completed", tag_field="event_kind"):
+    """The last event of a successful stream: the complete response."""
+
+    response: ModelResponse
+    """The complete answer, including complete tool calls, usage and finish reason."""
+
+
+ModelStreamEvent: TypeAlias = PartStartEvent | PartDeltaEvent | PartEndEvent | ResponseCompleted
+"""An event of a model stream."""
+
+
+class Model(abc.ABC):
+    """Base class of every model client.
+
+    Subclasses provide `model_name`, `provider_name`, `profile` and `_stream`; they may override
+    `_request` to use a buffered endpoint. Callers use [`stream`][ferrule.core.model.Model.stream]
+    and [`request`][ferrule.core.model.Model.request], which enforce the contract.
+    """
+
+    settings: ModelSettings | None = None
+    """Model-level default settings, the first layer of the merge."""
+
+    @property
+    @abc.abstractmethod
+    def model_name(self) -> str:
+        """The model's name, e.g. `"gpt-5-mini"`."""
+
+    @property
+    @abc.abstractmethod
+    def provider_name(self) -> str:
+        """The provider's name, e.g. `"openai"`."""
+
+    @property
+    @abc.abstractmethod
+    def profile(self) -> ModelProfile:
+        """What this model supports."""
+
+    @property
+    def system(self) -> str:
+        """`provider:model`, for messages and telemetry."""
+        return f"{self.provider_name}:{self.model_name}"
+
+    def check(self, call: ModelCall) -> None:
+        """Raise `UnsupportedFeatureError` if `call` asks for something the profile lacks."""
+        self.profile.check(call, model=self.system)
+
+    def stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        """Stream one request. Checks the call before any I/O; see the module docs for the invariants."""
+        self.check(call)
+        return self._checked_stream(call)
+
+    async def _checked_stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        completed = False
+        stream = self._stream(call)
+        try:
+            async for event in stream:
+                if completed:
+                    raise ResponseDecodeError(
+                        "model stream produced an event after its completed response",
+                        provider_name=self.provider_name,
+                        model_name=self.model_name,
+                    )
+                if isinstance(event, ResponseCompleted):
+                    completed = True
+                yield event
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not completed:
+            raise ResponseDecodeError(
+                "model stream ended without a completed response",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+
+    async def request(self, call: ModelCall) -> ModelResponse:
+        """Make one buffered request. Checks the call before any I/O."""
+        self.check(call)
+        return await self._request(call)
+
+    @abc.abstractmethod
+    def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        """Provider implementation: yield events, ending with one `ResponseCompleted`."""
+
+    async def _request(self, call: ModelCall) -> ModelResponse:
+        """Provider implementation of a buffered request; by default consumes `_stream`."""
+        response: ModelResponse | None = None
+        async for event in self._checked_stream(call):
+            if isinstance(event, ResponseCompleted):
+                response = event.response
+        assert response is not None  # _checked_stream raises otherwise
+        return response
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.system!r})"
