@@ -18,7 +18,9 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_CASSETTES = REPO_ROOT.parent / "shared" / "cassettes" / "pydantic-ai"
 
-SKIP_REASON = f"recorded provider traffic not found at {SHARED_CASSETTES} (the shared/ folder beside the checkout)"
+SKIP_REASON = (
+    f"recorded provider traffic not found at {SHARED_CASSETTES} (the shared/ folder beside the checkout)"
+)
 
 
 def cassette_root() -> Path | None:
@@ -90,7 +92,7 @@ def _body_text(body: Any) -> str | None:
     return str(body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(path: Path) -> tuple[Interaction, ...]:
     """Load one cassette file."""
     with path.open("rb") as f:

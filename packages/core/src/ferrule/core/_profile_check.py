@@ -36,7 +36,9 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
     def fail(feature: str, hint: str | None = None) -> None:
         raise UnsupportedFeatureError(feature, model=model, hint=hint)
 
-    if (call.tools or call.output_tools) and not (profile.supports_tools or profile.tools_emulated_via_output):
+    if (call.tools or call.output_tools) and not (
+        profile.supports_tools or profile.tools_emulated_via_output
+    ):
         fail("tools", "remove the tools or choose a model whose profile declares supports_tools")
     if call.instructions and not profile.supports_instructions:
         fail("instructions", "put the instructions in the user prompt instead")
@@ -59,7 +61,11 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
             fail(f"the setting {name!r}", "remove it or use a model that honours it")
     if settings.parallel_tool_calls and not profile.supports_parallel_tool_calls:
         fail("parallel tool calls")
-    if settings.tool_choice is not None and settings.tool_choice != "auto" and not profile.supports_tool_choice:
+    if (
+        settings.tool_choice is not None
+        and settings.tool_choice != "auto"
+        and not profile.supports_tool_choice
+    ):
         fail(f"tool_choice={settings.tool_choice!r}")
     if settings.reasoning_effort is not None and settings.reasoning_effort not in profile.reasoning_efforts:
         allowed = ", ".join(sorted(profile.reasoning_efforts)) or "none"
@@ -87,7 +93,9 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
                     fail(f"{kind} input", "remove it or choose a model that accepts it")
 
 
-_ALL_KINDS: frozenset[ContentKind] = frozenset({"text", "image", "audio", "video", "document", "uploaded-file"})
+_ALL_KINDS: frozenset[ContentKind] = frozenset(
+    {"text", "image", "audio", "video", "document", "uploaded-file"}
+)
 
 # Settings a profile declares through its capability flags rather than `supported_settings`.
 _CAPABILITY_SETTINGS = frozenset(

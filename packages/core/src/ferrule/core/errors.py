@@ -71,7 +71,7 @@ class UrlPolicyError(UserError):
         super().__init__(f"URL {url!r} is not allowed: {reason}")
 
 
-class ErrorCategory(str, enum.Enum):
+class ErrorCategory(enum.StrEnum):
     """Stable categories of provider failures; retry policies act on these, not on status codes."""
 
     RATE_LIMIT = "rate_limit"

@@ -20,7 +20,7 @@ import base64
 import mimetypes
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
@@ -61,7 +61,7 @@ __all__ = [
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_tool_call_id() -> str:
@@ -121,7 +121,9 @@ _DEFAULT_MEDIA_TYPE = {
 }
 
 
-class BinaryContent(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="binary"):
+class BinaryContent(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="binary"
+):
     """Inline bytes: an image, audio clip, document or any other file."""
 
     data: bytes
@@ -159,7 +161,9 @@ class BinaryContent(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True,
         return f"data:{self.media_type};base64,{self.base64}"
 
 
-class UploadedFile(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="uploaded-file"):
+class UploadedFile(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="uploaded-file"
+):
     """A file previously uploaded to a provider's files API, valid only for that provider."""
 
     file_id: str
@@ -174,14 +178,18 @@ class UploadedFile(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, 
     """A short stable identifier the model can use to refer to this file."""
 
 
-class CachePoint(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="cache-point"):
+class CachePoint(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="cache-point"
+):
     """Marks the end of a prompt prefix the provider should cache (ignored where unsupported)."""
 
     ttl: Literal["5m", "1h"] = "5m"
     """How long the provider should keep the cached prefix."""
 
 
-class TextContent(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="text-content"):
+class TextContent(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="text-content"
+):
     """Text with application metadata that is never sent to the model."""
 
     content: str
@@ -210,7 +218,9 @@ UserContent: TypeAlias = (
 # --- request parts -------------------------------------------------------------------------------
 
 
-class SystemPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="system-prompt"):
+class SystemPromptPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="system-prompt"
+):
     """A system prompt written into the history (instructions are usually sent separately instead)."""
 
     content: str
@@ -229,7 +239,9 @@ class SystemPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=Tr
     """Discriminator of the part union (the JSON tag)."""
 
 
-class UserPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="user-prompt"):
+class UserPromptPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="user-prompt"
+):
     """What the user said: plain text or a sequence of rich content items."""
 
     content: str | list[UserContent]
@@ -247,7 +259,9 @@ class UserPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True
             yield from self.content
 
 
-class ToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-return"):
+class ToolReturnPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-return"
+):
     """The result of a function tool call, sent back to the model."""
 
     tool_name: str
@@ -266,7 +280,7 @@ class ToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True
     """How the call ended; `"denied"` results come from a refused approval."""
     retry: dict[str, Any] | None = None
     """Retry information when this result asks the model to call the tool again."""
-    content_file_digests: list[str] = msgspec.field(default_factory=list)
+    content_file_digests: list[str] = msgspec.field(default_factory=list[str])
     """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
     part_kind: ClassVar[Literal["tool-return"]] = "tool-return"
     """Discriminator of the part union (the JSON tag)."""
@@ -278,7 +292,9 @@ class ToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True
         return msgspec.json.encode(self.content).decode()
 
 
-class RetryPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-prompt"):
+class RetryPromptPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-prompt"
+):
     """Asks the model to try again: after invalid tool arguments, a `ModelRetry`, or invalid output."""
 
     content: list[dict[str, Any]] | str
@@ -297,7 +313,7 @@ class RetryPromptPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=Tru
         if isinstance(self.content, str):
             description = self.content
         else:
-            lines = []
+            lines: list[str] = []
             for error in self.content:
                 loc = ".".join(str(x) for x in error.get("loc", ()))
                 msg = error.get("msg", "")
@@ -310,7 +326,9 @@ ModelRequestPart: TypeAlias = SystemPromptPart | UserPromptPart | ToolReturnPart
 """A part that may appear in a request."""
 
 
-class ModelRequest(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="request"):
+class ModelRequest(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="request"
+):
     """Everything sent to the model in one turn: prompts, tool results and retry prompts."""
 
     parts: list[ModelRequestPart]
@@ -339,7 +357,9 @@ class ModelRequest(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, 
 # --- response parts ------------------------------------------------------------------------------
 
 
-class TextPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="text"):
+class TextPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="text"
+):
     """Plain text from the model."""
 
     content: str
@@ -356,7 +376,9 @@ class TextPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ThinkingPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="thinking"):
+class ThinkingPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="thinking"
+):
     """The model's reasoning, with the signature some providers require to replay it."""
 
     content: str
@@ -373,7 +395,9 @@ class ThinkingPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, 
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-call"):
+class ToolCallPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-call"
+):
     """The model asks the application to call a function tool."""
 
     tool_name: str
@@ -415,7 +439,13 @@ class ToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, 
         return msgspec.json.encode(self.args).decode()
 
 
-class NativeToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="builtin-tool-call"):
+class NativeToolCallPart(
+    msgspec.Struct,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="builtin-tool-call",
+):
     """A call of a provider-native tool (web search, code execution, ...) run inside the provider."""
 
     tool_name: str
@@ -436,7 +466,13 @@ class NativeToolCallPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=
     """Discriminator of the part union (the JSON tag)."""
 
 
-class NativeToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="builtin-tool-return"):
+class NativeToolReturnPart(
+    msgspec.Struct,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="builtin-tool-return",
+):
     """The result of a provider-native tool, as reported by the provider."""
 
     tool_name: str
@@ -457,13 +493,15 @@ class NativeToolReturnPart(msgspec.Struct, omit_defaults=True, repr_omit_default
     """The provider that ran the tool."""
     provider_details: dict[str, Any] | None = None
     """Opaque provider data, replayed only to the same provider and model."""
-    content_file_digests: list[str] = msgspec.field(default_factory=list)
+    content_file_digests: list[str] = msgspec.field(default_factory=list[str])
     """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
     part_kind: ClassVar[Literal["builtin-tool-return"]] = "builtin-tool-return"
     """Discriminator of the part union (the JSON tag)."""
 
 
-class FilePart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="file"):
+class FilePart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="file"
+):
     """A file the model generated (e.g. an image)."""
 
     content: BinaryContent
@@ -478,7 +516,9 @@ class FilePart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_
     """Discriminator of the part union (the JSON tag)."""
 
 
-class CompactionPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"):
+class CompactionPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"
+):
     """A provider-produced summary that stands in for earlier history."""
 
     content: str | None = None
@@ -496,12 +536,20 @@ class CompactionPart(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True
 
 
 ModelResponsePart: TypeAlias = (
-    TextPart | ThinkingPart | ToolCallPart | NativeToolCallPart | NativeToolReturnPart | FilePart | CompactionPart
+    TextPart
+    | ThinkingPart
+    | ToolCallPart
+    | NativeToolCallPart
+    | NativeToolReturnPart
+    | FilePart
+    | CompactionPart
 )
 """A part that may appear in a response."""
 
 
-class ModelResponse(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="response"):
+class ModelResponse(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="response"
+):
     """One complete answer from a model."""
 
     parts: list[ModelResponsePart]

@@ -154,7 +154,9 @@ class TextPartDelta(msgspec.Struct, frozen=True, tag="text", tag_field="part_del
     """The new text."""
 
 
-class ThinkingPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="thinking", tag_field="part_delta_kind"):
+class ThinkingPartDelta(
+    msgspec.Struct, frozen=True, kw_only=True, tag="thinking", tag_field="part_delta_kind"
+):
     """More reasoning text, or its signature, for a thinking part."""
 
     content_delta: str | None = None
@@ -163,7 +165,9 @@ class ThinkingPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="thinking
     """Signature data for the part (replaces, not appends, on most providers)."""
 
 
-class ToolCallPartDelta(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_field="part_delta_kind"):
+class ToolCallPartDelta(
+    msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_field="part_delta_kind"
+):
     """A fragment of a tool call: name, arguments or ID."""
 
     tool_name_delta: str | None = None

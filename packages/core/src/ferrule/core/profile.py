@@ -100,11 +100,14 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True):
 
         return ModelProfile(
             supports_tools=self.supports_tools and other.supports_tools,
-            supports_parallel_tool_calls=self.supports_parallel_tool_calls and other.supports_parallel_tool_calls,
+            supports_parallel_tool_calls=self.supports_parallel_tool_calls
+            and other.supports_parallel_tool_calls,
             supports_tool_choice=self.supports_tool_choice and other.supports_tool_choice,
             supports_instructions=self.supports_instructions and other.supports_instructions,
-            supports_json_object_output=self.supports_json_object_output and other.supports_json_object_output,
-            supports_json_schema_output=self.supports_json_schema_output and other.supports_json_schema_output,
+            supports_json_object_output=self.supports_json_object_output
+            and other.supports_json_object_output,
+            supports_json_schema_output=self.supports_json_schema_output
+            and other.supports_json_schema_output,
             default_structured_output_mode=self.default_structured_output_mode
             if self.default_structured_output_mode == other.default_structured_output_mode
             else "tool"

@@ -68,7 +68,12 @@ class ResponseBuilder:
         return None
 
     def text(
-        self, delta: str, *, key: Hashable | None = None, id: str | None = None, provider_name: str | None = None
+        self,
+        delta: str,
+        *,
+        key: Hashable | None = None,
+        id: str | None = None,
+        provider_name: str | None = None,
     ) -> list[ModelStreamEvent]:
         """Append text; starts a new text part when needed. Empty deltas produce no event."""
         index = self._find(key, TextPart)
@@ -99,7 +104,10 @@ class ResponseBuilder:
         index = self._find(key, ThinkingPart)
         if index is None:
             index, events = self._start(
-                ThinkingPart(content="", id=id, provider_name=provider_name, provider_details=provider_details), key
+                ThinkingPart(
+                    content="", id=id, provider_name=provider_name, provider_details=provider_details
+                ),
+                key,
             )
         entry = self._open[index]
         part = entry.part
@@ -113,7 +121,11 @@ class ResponseBuilder:
         if delta:
             entry.chunks.append(delta)
         if delta or signature is not None:
-            events.append(PartDeltaEvent(index, ThinkingPartDelta(content_delta=delta or None, signature_delta=signature)))
+            events.append(
+                PartDeltaEvent(
+                    index, ThinkingPartDelta(content_delta=delta or None, signature_delta=signature)
+                )
+            )
         return events
 
     def tool_call(
@@ -147,7 +159,8 @@ class ResponseBuilder:
                 entry.chunks.append(args)
             events.append(
                 PartDeltaEvent(
-                    index, ToolCallPartDelta(tool_name_delta=tool_name, args_delta=args, tool_call_id=tool_call_id)
+                    index,
+                    ToolCallPartDelta(tool_name_delta=tool_name, args_delta=args, tool_call_id=tool_call_id),
                 )
             )
             return events
@@ -170,7 +183,8 @@ class ResponseBuilder:
         if tool_name or args or tool_call_id:
             events.append(
                 PartDeltaEvent(
-                    index, ToolCallPartDelta(tool_name_delta=tool_name, args_delta=args, tool_call_id=tool_call_id)
+                    index,
+                    ToolCallPartDelta(tool_name_delta=tool_name, args_delta=args, tool_call_id=tool_call_id),
                 )
             )
         return events

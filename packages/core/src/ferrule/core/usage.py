@@ -32,7 +32,7 @@ class _UsageBase(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Cached audio input tokens (a subset of `cache_read_tokens`)."""
     output_audio_tokens: int = 0
     """Audio output tokens (a subset of `output_tokens`)."""
-    details: dict[str, int] = msgspec.field(default_factory=dict)
+    details: dict[str, int] = msgspec.field(default_factory=dict[str, int])
     """Provider counters that have no portable name (e.g. `reasoning_tokens`), kept by their raw names."""
 
     @property

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from ferrule.core.errors import ResponseDecodeError, UnsupportedFeatureError
+from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
+from ferrule.core.model import (
+    Model,
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    ResponseCompleted,
+    TextPartDelta,
+    ToolDefinition,
+)
+from ferrule.core.profile import ModelProfile
+
+pytestmark = pytest.mark.anyio
+
+CALL = ModelCall(messages=[ModelRequest.user_text_prompt("hi")])
+
+
+class ScriptedModel(Model):
+    """A model whose stream is a fixed list of events; records whether I/O started."""
+
+    def __init__(
+        self, events: Callable[[], list[ModelStreamEvent]], profile: ModelProfile | None = None
+    ) -> None:
+        self._events = events
+        self._profile = profile or ModelProfile()
+        self.started = False
+        self.closed = False
+
+    @property
+    def model_name(self) -> str:
+        return "scripted"
+
+    @property
+    def provider_name(self) -> str:
+        return "test"
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile
+
+    async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        self.started = True
+        try:
+            for event in self._events():
+                yield event
+        finally:
+            self.closed = True
+
+
+def done(text: str = "hello") -> ResponseCompleted:
+    return ResponseCompleted(ModelResponse(parts=[TextPart(text)]))
+
+
+async def test_stream_ends_with_exactly_one_completed_response() -> None:
+    model = ScriptedModel(lambda: [PartDeltaEvent(0, TextPartDelta("hel")), done()])
+    events = [e async for e in model.stream(CALL)]
+    assert isinstance(events[-1], ResponseCompleted)
+    assert (await model.request(CALL)).text == "hello"
+
+
+async def test_stream_without_completion_raises_instead_of_empty_success() -> None:
+    model = ScriptedModel(lambda: [PartDeltaEvent(0, TextPartDelta("partial"))])
+    with pytest.raises(ResponseDecodeError, match="without a completed response"):
+        [e async for e in model.stream(CALL)]
+    with pytest.raises(ResponseDecodeError):
+        await model.request(CALL)
+
+
+async def test_events_after_completion_are_a_protocol_error() -> None:
+    model = ScriptedModel(lambda: [done(), PartDeltaEvent(0, TextPartDelta("late"))])
+    with pytest.raises(ResponseDecodeError, match="after its completed response"):
+        [e async for e in model.stream(CALL)]
+
+
+async def test_unsupported_call_fails_before_any_io() -> None:
+    model = ScriptedModel(lambda: [done()])
+    call = ModelCall(messages=CALL.messages, tools=[ToolDefinition(name="t")])
+    with pytest.raises(UnsupportedFeatureError):
+        model.stream(call)
+    with pytest.raises(UnsupportedFeatureError):
+        await model.request(call)
+    assert not model.started
+
+
+async def test_early_consumer_exit_closes_the_provider_stream() -> None:
+    model = ScriptedModel(lambda: [PartDeltaEvent(0, TextPartDelta("a")), done()])
+    stream = model.stream(CALL)
+    async for _ in stream:
+        break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert model.closed
+
+
+def test_repr_and_system() -> None:
+    model = ScriptedModel(lambda: [])
+    assert model.system == "test:scripted"
+    assert repr(model) == "ScriptedModel('test:scripted')"

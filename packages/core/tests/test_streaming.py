@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from ferrule.core.messages import NativeToolReturnPart, TextPart, ThinkingPart, ToolCallPart
+from ferrule.core.model import (
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPartDelta,
+    ThinkingPartDelta,
+    ToolCallPartDelta,
+)
+from ferrule.core.streaming import ResponseBuilder
+
+
+def test_text_deltas_accumulate_into_one_part() -> None:
+    b = ResponseBuilder()
+    events = b.text("Hel") + b.text("") + b.text("lo")
+    assert isinstance(events[0], PartStartEvent)
+    assert [e.delta for e in events if isinstance(e, PartDeltaEvent)] == [
+        TextPartDelta("Hel"),
+        TextPartDelta("lo"),
+    ]
+    ends = b.finish()
+    assert ends == [PartEndEvent(0, TextPart("Hello"))]
+    assert b.parts == [TextPart("Hello")]
+
+
+def test_interleaved_keyed_tool_calls_and_text() -> None:
+    b = ResponseBuilder()
+    b.text("Let me check.")
+    b.tool_call(key=0, tool_name="weather", tool_call_id="c1", args='{"ci')
+    b.tool_call(key=1, tool_name="time", tool_call_id="c2")
+    b.tool_call(key=0, args='ty": "Paris"}')
+    b.tool_call(key=1, args="{}")
+    b.finish()
+    assert b.parts == [
+        TextPart("Let me check."),
+        ToolCallPart("weather", '{"city": "Paris"}', "c1"),
+        ToolCallPart("time", "{}", "c2"),
+    ]
+
+
+def test_tool_call_without_id_gets_a_stable_generated_one() -> None:
+    b = ResponseBuilder()
+    events = b.tool_call(key="x", tool_name="t", args={"a": 1})
+    assert events[-1] == PartDeltaEvent(0, ToolCallPartDelta(tool_name_delta="t", args_delta={"a": 1}))
+    b.finish()
+    first = b.parts[0]
+    assert isinstance(first, ToolCallPart)
+    assert first.tool_call_id.startswith("call_")
+    assert b.parts[0] == first
+
+
+def test_thinking_signature_replaces_and_text_after_thinking_is_a_new_part() -> None:
+    b = ResponseBuilder()
+    b.thinking("step 1", provider_name="anthropic")
+    events = b.thinking(signature="sig-a") + b.thinking(signature="sig-b")
+    assert events[-1] == PartDeltaEvent(0, ThinkingPartDelta(signature_delta="sig-b"))
+    b.text("answer")
+    b.finish()
+    assert b.parts == [
+        ThinkingPart("step 1", signature="sig-b", provider_name="anthropic"),
+        TextPart("answer"),
+    ]
+
+
+def test_whole_parts_start_and_end_at_once_and_end_by_key() -> None:
+    b = ResponseBuilder()
+    b.text("a", key="t1")
+    ended = b.end("t1")
+    assert ended == [PartEndEvent(0, TextPart("a"))]
+    assert b.end("t1") == []
+    native = NativeToolReturnPart("web_search", {"r": 1}, "n1")
+    events = b.add(native)
+    assert [type(e) for e in events] == [PartStartEvent, PartEndEvent]
+    b.text("b", key="t1")  # the ended part is not reopened
+    b.finish()
+    assert [type(p) for p in b.parts] == [TextPart, NativeToolReturnPart, TextPart]
