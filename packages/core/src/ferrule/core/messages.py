@@ -20,7 +20,7 @@ import base64
 import mimetypes
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
@@ -31,30 +31,46 @@ __all__ = [
     "AudioUrl",
     "BinaryContent",
     "CachePoint",
+    "CapabilityLoadDeltaPart",
     "CompactionPart",
     "DocumentUrl",
     "FilePart",
     "FinishReason",
     "ImageUrl",
+    "InstructionBaselinePart",
+    "InstructionDeltaPart",
+    "InstructionDigest",
+    "InstructionPart",
     "Message",
     "ModelRequest",
+    "ModelRequestAttempt",
     "ModelRequestPart",
     "ModelResponse",
     "ModelResponsePart",
+    "ModelSettingsDeltaPart",
     "MultiModalContent",
     "NativeToolCallPart",
     "NativeToolReturnPart",
+    "RetryFeedbackCause",
+    "RetryFeedbackPart",
+    "RetryInfo",
     "RetryPromptPart",
+    "SpeechPart",
+    "SpeechTimestamp",
+    "StructuredContent",
     "SystemPromptPart",
     "TextContent",
     "TextPart",
     "ThinkingPart",
+    "ToolAvailabilityDeltaPart",
     "ToolCallPart",
+    "ToolRetryCause",
     "ToolReturnPart",
     "UploadedFile",
     "UserContent",
     "UserPromptPart",
     "VideoUrl",
+    "WorkspaceRef",
     "new_tool_call_id",
     "replayable_to",
 ]
@@ -198,6 +214,42 @@ class TextContent(
     """Application data attached to the text; never sent."""
 
 
+class StructuredContent(TextContent, kw_only=True, tag="structured-content"):
+    """A structured value in a user prompt, stored with the text it is sent as.
+
+    It is a `TextContent`, so code that sends `content` handles it unchanged; models that take
+    structured input natively can read `value`. Build one with
+    [`from_value`][ferrule.core.messages.StructuredContent.from_value], which renders the text once.
+    """
+
+    value: Any
+    """The structured value (its JSON form after a history round trip)."""
+    tag: str | None = None
+    """The tag the rendered value is wrapped in, e.g. `"ui_state"` for `<ui_state>...</ui_state>`."""
+    description: str | None = None
+    """What the value is, for the model; written on the line before the rendered value."""
+
+    def __post_init__(self) -> None:
+        if not self.content:
+            self.content = _render_structured(self.value, self.tag, self.description)
+
+    @classmethod
+    def from_value(
+        cls, value: Any, *, tag: str | None = None, description: str | None = None, metadata: Any = None
+    ) -> StructuredContent:
+        """Wrap `value`, rendering it as compact JSON (inside `tag`, after `description`)."""
+        return cls("", metadata, value=value, tag=tag, description=description)
+
+
+def _render_structured(value: Any, tag: str | None, description: str | None) -> str:
+    # `<`, `>` and `&` are escaped so that a value can never close the tag it is wrapped in.
+    text = msgspec.json.encode(value).decode()
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    if tag is not None:
+        text = f"<{tag}>{text}</{tag}>"
+    return text if description is None else f"{description}\n{text}"
+
+
 MultiModalContent: TypeAlias = ImageUrl | AudioUrl | VideoUrl | DocumentUrl | BinaryContent | UploadedFile
 """Any media item a user prompt can carry."""
 
@@ -211,8 +263,29 @@ UserContent: TypeAlias = (
     | UploadedFile
     | CachePoint
     | TextContent
+    | StructuredContent
 )
-"""One item of a user prompt: text, media by URL or bytes, an uploaded file, or a cache point."""
+"""One item of a user prompt: text, structured data, media by URL or bytes, an uploaded file, or a cache point."""
+
+
+# --- retries -------------------------------------------------------------------------------------
+
+ToolRetryCause: TypeAlias = Literal["validation_error", "model_retry", "unknown_tool", "unavailable_tool"]
+"""Why a tool call has to be made again."""
+
+RetryFeedbackCause: TypeAlias = Literal["validation_error", "no_output", "model_retry"]
+"""Why a whole response was unusable."""
+
+
+class RetryInfo(msgspec.Struct, frozen=True, omit_defaults=True, repr_omit_defaults=True):
+    """Why a retry happened and how far into its budget it is; never sent to the model."""
+
+    cause: ToolRetryCause | RetryFeedbackCause
+    """What made the retry necessary."""
+    attempt: int | None = None
+    """Which retry this is, counting from 1, when it is charged against a budget."""
+    max_retries: int | None = None
+    """The retry limit `attempt` was checked against."""
 
 
 # --- request parts -------------------------------------------------------------------------------
@@ -278,10 +351,11 @@ class ToolReturnPart(
     """When the result was produced."""
     outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
     """How the call ended; `"denied"` results come from a refused approval."""
-    retry: dict[str, Any] | None = None
-    """Retry information when this result asks the model to call the tool again."""
-    content_file_digests: list[str] = msgspec.field(default_factory=list[str])
-    """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
+    retry: RetryInfo | None = None
+    """Why the call has to be made again, when `outcome` is `"retried"`."""
+    content_file_digests: list[str] | None = None
+    """Serialization detail of `ferrule.core.history`: digests of the file items `content` held when
+    written, so only those are rebuilt as files on load. `None` in memory; leave it unset."""
     part_kind: ClassVar[Literal["tool-return"]] = "tool-return"
     """Discriminator of the part union (the JSON tag)."""
 
@@ -322,8 +396,253 @@ class RetryPromptPart(
         return f"{description}\n\nFix the errors and try again."
 
 
-ModelRequestPart: TypeAlias = SystemPromptPart | UserPromptPart | ToolReturnPart | RetryPromptPart
-"""A part that may appear in a request."""
+class CompactionPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"
+):
+    """A summary that stands in for earlier history.
+
+    In a response it is the provider's own (possibly encrypted) compaction, replayed only to that
+    provider; in a request it is a summary the application wrote, with no provider fields.
+    """
+
+    content: str | None = None
+    """The readable summary, when the provider gives one."""
+    id: str | None = None
+    """The provider's identifier of this part."""
+    provider_name: str | None = None
+    """The provider that produced it; only that provider can use an encrypted compaction."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data (e.g. encrypted content), replayed only to the same provider."""
+    metadata: dict[str, Any] | None = None
+    """Application data; never sent to a model."""
+    part_kind: ClassVar[Literal["compaction"]] = "compaction"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+_RETRY_FEEDBACK_FRAMING = (
+    "Your previous response failed the application's validation "
+    "(this is automated feedback, not a message from the user):"
+)
+
+
+class RetryFeedbackPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-feedback"
+):
+    """Feedback about a whole response that could not be used (invalid output, no output).
+
+    Never bound to a tool call: a retry that answers a tool call is that call's `ToolReturnPart`
+    with `outcome="retried"`.
+    """
+
+    content: list[dict[str, Any]] | str
+    """What was wrong: a message, or a list of validation error details."""
+    retry: RetryInfo
+    """Why the response was unusable and which output retry this is."""
+    timestamp: datetime = msgspec.field(default_factory=_now)
+    """When the retry was triggered."""
+    part_kind: ClassVar[Literal["retry-feedback"]] = "retry-feedback"
+    """Discriminator of the part union (the JSON tag)."""
+
+    def model_response(self) -> str:
+        """The text sent to the model: fixed `no_output` text as is, anything else fenced as feedback."""
+        text = self.content if isinstance(self.content, str) else msgspec.json.encode(self.content).decode()
+        if self.retry.cause == "no_output" and isinstance(self.content, str):
+            return text
+        return f"{_RETRY_FEEDBACK_FRAMING}\n<retry_feedback>\n{text}\n</retry_feedback>"
+
+
+class InstructionPart(
+    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="instruction"
+):
+    """One block of instructions with its origin, as recorded in an `InstructionBaselinePart`."""
+
+    content: str
+    """The block's text."""
+    dynamic: bool = False
+    """Whether the block came from a dynamic source (a function or template) rather than a literal."""
+    on_change: Literal["rewrite", "append"] = "rewrite"
+    """How changes are delivered: rewrite the prefix, or append replacements to the history."""
+    name: str | None = None
+    """What the author calls this block, relative to its source."""
+    id: str | None = None
+    """The stable key the block is addressed by (e.g. `"toolset:weather"`), if any."""
+    part_kind: ClassVar[Literal["instruction"]] = "instruction"
+    """Discriminator (the JSON tag)."""
+
+
+class InstructionDigest(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="instruction-digest",
+):
+    """A rewrite-mode instruction block recorded only by its hash."""
+
+    id: str | None = None
+    """The block's stable key, if any."""
+    dynamic: bool = False
+    """Whether the block is dynamic, which decides its cache placement."""
+    content_hash: str
+    """SHA-256 hex digest of the block's text."""
+    part_kind: ClassVar[Literal["instruction-digest"]] = "instruction-digest"
+    """Discriminator (the JSON tag)."""
+
+
+class InstructionDeltaPart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="instruction-delta",
+):
+    """Replaces or withdraws one operator-authored instruction block from this point on."""
+
+    id: str | None
+    """The key of the block being replaced; `None` when it names a source this version cannot address."""
+    content: str | None
+    """The complete replacement text, or `None` to withdraw the block."""
+    base_hash: str | None = None
+    """SHA-256 hex digest of the text this change replaces, so it can be sent as a diff."""
+    part_kind: ClassVar[Literal["instruction-delta"]] = "instruction-delta"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class InstructionBaselinePart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="instruction-baseline",
+):
+    """The instruction blocks a request was sent with, where a window of appended changes starts."""
+
+    instructions: list[InstructionPart | InstructionDigest]
+    """The blocks in order: append-mode blocks in full, rewrite-mode blocks as digests."""
+    part_kind: ClassVar[Literal["instruction-baseline"]] = "instruction-baseline"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class ToolAvailabilityDeltaPart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="tool-availability-delta",
+):
+    """Records that deferred tools were revealed to the model at this point."""
+
+    tools_added: list[str] = []
+    """Names of the tools revealed here."""
+    tool_call_id: str | None = None
+    """The tool call that caused the change, if any."""
+    part_kind: ClassVar[Literal["tool-availability-delta"]] = "tool-availability-delta"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class CapabilityLoadDeltaPart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="capability-load-delta",
+):
+    """Records on-demand capabilities loaded at this point; never sent to a model."""
+
+    loaded: list[str] = []
+    """IDs of the capabilities loaded here, in load order."""
+    tool_call_id: str | None = None
+    """The tool call being handled when they were loaded, if any."""
+    part_kind: ClassVar[Literal["capability-load-delta"]] = "capability-load-delta"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class ModelSettingsDeltaPart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="model-settings-delta",
+):
+    """Records model settings that change from this point of the conversation on."""
+
+    settings: dict[str, Any]
+    """The changed settings by their portable names (e.g. `{"thinking": "high"}`)."""
+    top_level: bool = False
+    """Whether the request sent them as request-level settings, opening a new window."""
+    part_kind: ClassVar[Literal["model-settings-delta"]] = "model-settings-delta"
+    """Discriminator of the part union (the JSON tag)."""
+
+
+class SpeechTimestamp(msgspec.Struct, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
+    """When a piece of spoken text is heard in its part's audio."""
+
+    text: str
+    """The text spoken: a word or a segment of the transcript."""
+    start_ms: int
+    """Where the text starts in the part's audio, in milliseconds."""
+    duration_ms: int
+    """How long the text takes to speak, in milliseconds."""
+    granularity: Literal["word", "segment"] = "word"
+    """How much text this timestamp covers."""
+
+
+class SpeechPart(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    repr_omit_defaults=True,
+    tag_field="part_kind",
+    tag="speech",
+):
+    """Spoken audio of a realtime session with its transcript: `user` in requests, `assistant` in responses."""
+
+    speaker: Literal["user", "assistant"]
+    """Who spoke: the end user (request side) or the model (response side)."""
+    transcript: str | None = None
+    """The transcript, when one was made."""
+    audio: BinaryContent | None = None
+    """The audio, when the session retains it."""
+    interrupted_at_ms: int | None = None
+    """Offset into this part's audio where playback was interrupted, in milliseconds."""
+    timestamps: list[SpeechTimestamp] | None = None
+    """When each piece of speech is heard in the audio, if the provider reported it."""
+    id: str | None = None
+    """The provider's item ID."""
+    provider_name: str | None = None
+    """The provider that produced or transcribed the audio."""
+    provider_details: dict[str, Any] | None = None
+    """Opaque provider data, replayed only to the same provider and model."""
+    part_kind: ClassVar[Literal["speech"]] = "speech"
+    """Discriminator of the part union (the JSON tag)."""
+
+    @property
+    def content(self) -> str:
+        """The transcript, or `""` when there is none (mirrors `TextPart.content`)."""
+        return self.transcript or ""
+
+
+ModelRequestPart: TypeAlias = (
+    SystemPromptPart
+    | UserPromptPart
+    | ToolReturnPart
+    | RetryPromptPart
+    | RetryFeedbackPart
+    | SpeechPart
+    | CompactionPart
+    | ToolAvailabilityDeltaPart
+    | CapabilityLoadDeltaPart
+    | ModelSettingsDeltaPart
+    | InstructionDeltaPart
+    | InstructionBaselinePart
+)
+"""A part that may appear in a request (a `CompactionPart` here is an application-written summary)."""
 
 
 class ModelRequest(
@@ -493,8 +812,8 @@ class NativeToolReturnPart(
     """The provider that ran the tool."""
     provider_details: dict[str, Any] | None = None
     """Opaque provider data, replayed only to the same provider and model."""
-    content_file_digests: list[str] = msgspec.field(default_factory=list[str])
-    """Digests of files referenced by `content` (kept for PydanticAI compatibility)."""
+    content_file_digests: list[str] | None = None
+    """Serialization detail of `ferrule.core.history` (see `ToolReturnPart`); leave it unset."""
     part_kind: ClassVar[Literal["builtin-tool-return"]] = "builtin-tool-return"
     """Discriminator of the part union (the JSON tag)."""
 
@@ -516,25 +835,6 @@ class FilePart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class CompactionPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"
-):
-    """A provider-produced summary that stands in for earlier history."""
-
-    content: str | None = None
-    """The readable summary, when the provider gives one."""
-    id: str | None = None
-    """The provider's identifier of this part."""
-    provider_name: str | None = None
-    """The provider that produced it; only that provider can use an encrypted compaction."""
-    provider_details: dict[str, Any] | None = None
-    """Opaque provider data (e.g. encrypted content), replayed only to the same provider."""
-    metadata: dict[str, Any] | None = None
-    """Application data; never sent to a model."""
-    part_kind: ClassVar[Literal["compaction"]] = "compaction"
-    """Discriminator of the part union (the JSON tag)."""
-
-
 ModelResponsePart: TypeAlias = (
     TextPart
     | ThinkingPart
@@ -543,8 +843,39 @@ ModelResponsePart: TypeAlias = (
     | NativeToolReturnPart
     | FilePart
     | CompactionPart
+    | SpeechPart
 )
 """A part that may appear in a response."""
+
+
+class WorkspaceRef(msgspec.Struct, frozen=True, kw_only=True):
+    """The identity of a workspace environment a run worked in, without credentials."""
+
+    provider: str
+    """The provider that owns the environment."""
+    id: str
+    """The provider's identifier of the environment."""
+
+
+class ModelRequestAttempt(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_omit_defaults=True
+):
+    """An attempt at a request that failed before the response it is recorded on (see `FallbackModel`)."""
+
+    model_name: str
+    """The model that was attempted."""
+    provider_name: str | None = None
+    """The provider the attempt was sent to."""
+    outcome: Literal["error", "rejected"]
+    """`"error"`: the request raised; `"rejected"`: its response was refused by the application."""
+    error: str | None = None
+    """The error as `"ErrorType: message"`, or `None` for a rejected response."""
+    timestamp: datetime
+    """When the attempt started."""
+    duration: timedelta
+    """How long the attempt took until it failed."""
+    usage: RequestUsage | None = None
+    """What the provider reported for the attempt, when known."""
 
 
 class ModelResponse(
@@ -580,6 +911,16 @@ class ModelResponse(
     """Application data; never sent to a model."""
     state: Literal["complete", "incomplete", "suspended", "interrupted"] = "complete"
     """Whether the response is complete."""
+    model_id: str | None = None
+    """The model as the application selected it (e.g. `"openai:gpt-5"`), unlike the reported `model_name`."""
+    canonical_system: str | None = None
+    """The system whose keys verify signed or encrypted data here, when it differs from `provider_name`."""
+    workspace_ref: WorkspaceRef | None = None
+    """The workspace environment the run worked in; never sent to a model."""
+    history_digest: str | None = None
+    """Digest of this response and the history it answered, for server-side continuation."""
+    failed_attempts: list[ModelRequestAttempt] | None = None
+    """Earlier attempts at this request that failed (e.g. models a fallback moved on from), in order."""
 
     @property
     def text(self) -> str | None:

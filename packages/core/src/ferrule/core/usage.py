@@ -32,7 +32,7 @@ class _UsageBase(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Cached audio input tokens (a subset of `cache_read_tokens`)."""
     output_audio_tokens: int = 0
     """Audio output tokens (a subset of `output_tokens`)."""
-    details: dict[str, int] = msgspec.field(default_factory=dict[str, int])
+    details: dict[str, int] = msgspec.field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     """Provider counters that have no portable name (e.g. `reasoning_tokens`), kept by their raw names."""
 
     @property
@@ -59,6 +59,8 @@ class RequestUsage(_UsageBase, kw_only=True, omit_defaults=True):
     """The provider-reported cost in USD, when the provider reports one."""
     cache_reported: bool = True
     """`False` when the provider reports no cache counters at all, so zero means unknown."""
+    unmeasured_requests: int = 0
+    """Responses that omitted usage (PydanticAI field): when non-zero the counters are lower bounds."""
 
     def __add__(self, other: RequestUsage) -> RequestUsage:
         return RequestUsage(
@@ -75,6 +77,7 @@ class RequestUsage(_UsageBase, kw_only=True, omit_defaults=True):
             audio_seconds=self.audio_seconds + other.audio_seconds,
             cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
             cache_reported=self.cache_reported and other.cache_reported,
+            unmeasured_requests=self.unmeasured_requests + other.unmeasured_requests,
         )
 
 

@@ -1,0 +1,184 @@
+"""An incremental, bounded parser for server-sent events (the WHATWG `text/event-stream` format).
+
+[`SseParser`][ferrule.core.sse.SseParser] takes the decompressed body in chunks of any size and
+returns complete events as they end. It works on bytes (line breaks are ASCII, so a split UTF-8
+sequence is never mistaken for one), keeps at most one partial line, and raises
+[`ResponseTooLargeError`][ferrule.core.errors.ResponseTooLargeError] before a line or an event
+grows past its limit, so a hostile stream cannot make it buffer more than the limits allow.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import ResponseTooLargeError
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "DEFAULT_MAX_LINE_BYTES", "SseEvent", "SseParser"]
+
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+"""Default longest line (without its line break), in bytes: 4 MiB."""
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""Default largest `data` of one event (lines joined by `\\n`), in bytes: 16 MiB."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class SseEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One dispatched server-sent event."""
+
+    event: str = "message"
+    """The event type: the last `event:` field of the block, or `"message"`."""
+    data: str
+    """The `data:` lines of the block joined by `\\n` (invalid UTF-8 replaced by U+FFFD)."""
+    id: str | None = None
+    """The stream's last event ID when this event was dispatched (it persists across events, as in
+    the WHATWG spec); `None` if no `id:` field has been seen yet."""
+
+
+class SseParser:
+    """Turns chunks of a `text/event-stream` body into `SseEvent`s, incrementally and within limits.
+
+    Handles CRLF, CR and LF line breaks (also when split across chunks), a leading byte-order mark,
+    comments, and the `event`, `data`, `id` and `retry` fields; unknown fields are ignored.
+    """
+
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_event",
+        "_last_id",
+        "_max_event",
+        "_max_line",
+        "_partial",
+        "_skip_lf",
+        "_started",
+        "retry",
+    )
+
+    def __init__(
+        self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    ) -> None:
+        if max_line_bytes < 1 or max_event_bytes < 1:
+            raise ValueError("SseParser limits must be positive")
+        self._max_line = max_line_bytes
+        self._max_event = max_event_bytes
+        self._partial = bytearray()
+        self._skip_lf = False
+        self._started = False
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._event: bytes | None = None
+        self._last_id: str | None = None
+        self.retry: int | None = None
+        """The reconnection time in milliseconds from the last valid `retry:` field, if any."""
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last event ID seen so far (`None` if none)."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Parse the next chunk of the body and return the events it completes (often none)."""
+        if not chunk:
+            return []
+        if self._skip_lf:
+            # The previous chunk ended in CR: a LF starting this chunk completes that CRLF.
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        lf = chunk.find(b"\n")
+        cr = chunk.find(b"\r")
+        if lf < 0 and cr < 0:
+            # Common for long lines arriving in pieces: extend the partial line without re-scanning it.
+            if len(self._partial) + len(chunk) > self._max_line:
+                raise self._line_too_large(len(self._partial) + len(chunk))
+            self._partial += chunk
+            return []
+        events: list[SseEvent] = []
+        if self._partial:
+            first_end = min(i for i in (lf, cr) if i >= 0)
+            if len(self._partial) + first_end > self._max_line:
+                raise self._line_too_large(len(self._partial) + first_end)
+            self._partial += chunk
+            chunk = bytes(self._partial)
+            self._partial.clear()
+        lines = chunk.splitlines(keepends=True)
+        last = lines[-1]
+        if last[-1:] not in (b"\n", b"\r"):
+            lines.pop()
+            if len(last) > self._max_line:
+                raise self._line_too_large(len(last))
+            self._partial += last
+        elif last[-1:] == b"\r":
+            self._skip_lf = True
+        for line in lines:
+            self._line(line.rstrip(b"\r\n"), events)
+        return events
+
+    def close(self) -> list[SseEvent]:
+        """End of the body: treat a final unterminated line as complete and dispatch a pending event.
+
+        The WHATWG spec discards an event without its closing blank line; ferrule dispatches it
+        because the transport has already verified that the body ended cleanly, and some servers
+        omit the last blank line. Codecs still detect streams that end before their final event.
+        """
+        events: list[SseEvent] = []
+        if self._partial:
+            line = bytes(self._partial)
+            self._partial.clear()
+            self._line(line, events)
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[SseEvent]) -> None:
+        if not self._started:
+            self._started = True
+            if line.startswith(_BOM):
+                line = line[len(_BOM) :]
+        if len(line) > self._max_line:
+            raise self._line_too_large(len(line))
+        if not line:
+            self._dispatch(events)
+            return
+        if line[0] == 0x3A:  # ":" starts a comment (servers use them as keep-alives)
+            return
+        field, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            size = self._data_size + len(value) + (1 if self._data else 0)
+            if size > self._max_event:
+                raise ResponseTooLargeError(
+                    f"a server-sent event's data exceeds the limit of {self._max_event} bytes; "
+                    "raise HttpLimits.max_stream_event_bytes if this provider legitimately sends larger events",
+                    details={"limit": self._max_event, "kind": "sse_event"},
+                )
+            self._data.append(value)
+            self._data_size = size
+        elif field == b"event":
+            self._event = value
+        elif field == b"id":
+            if b"\x00" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif field == b"retry" and value.isdigit():
+            self.retry = int(value)
+
+    def _dispatch(self, events: list[SseEvent]) -> None:
+        if not self._data:
+            self._event = None
+            return
+        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        event = self._event.decode("utf-8", "replace") if self._event else "message"
+        events.append(SseEvent(event=event, data=data.decode("utf-8", "replace"), id=self._last_id))
+        self._data = []
+        self._data_size = 0
+        self._event = None
+
+    def _line_too_large(self, size: int) -> ResponseTooLargeError:
+        return ResponseTooLargeError(
+            f"a server-sent event line of at least {size} bytes exceeds the limit of {self._max_line} bytes; "
+            "raise HttpLimits.max_stream_line_bytes if this provider legitimately sends longer lines",
+            details={"limit": self._max_line, "kind": "stream_line"},
+        )

@@ -1,0 +1,205 @@
+"""SseParser: the WHATWG event-stream rules, arbitrary chunking, and the line and event limits."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferrule.core.errors import ErrorCategory, ResponseTooLargeError
+from ferrule.core.sse import SseEvent, SseParser
+
+
+def parse(*chunks: bytes, parser: SseParser | None = None) -> list[SseEvent]:
+    parser = parser or SseParser()
+    events: list[SseEvent] = []
+    for chunk in chunks:
+        events.extend(parser.feed(chunk))
+    events.extend(parser.close())
+    return events
+
+
+def test_single_event() -> None:
+    assert parse(b"data: hello\n\n") == [SseEvent(data="hello")]
+
+
+def test_event_type_multiline_data_and_id() -> None:
+    stream = b"event: delta\ndata: line one\ndata: line two\nid: 7\n\n"
+    assert parse(stream) == [SseEvent(event="delta", data="line one\nline two", id="7")]
+
+
+def test_last_event_id_persists_and_can_be_reset() -> None:
+    stream = b"id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\n"
+    assert [(e.data, e.id) for e in parse(stream)] == [("a", "1"), ("b", "1"), ("c", "")]
+
+
+def test_id_with_nul_is_ignored() -> None:
+    assert parse(b"id: 5\n\nid: x\x00y\ndata: d\n\n") == [SseEvent(data="d", id="5")]
+
+
+def test_event_type_resets_after_dispatch() -> None:
+    events = parse(b"event: a\ndata: 1\n\ndata: 2\n\n")
+    assert [e.event for e in events] == ["a", "message"]
+
+
+def test_block_without_data_is_not_dispatched_and_resets_event_type() -> None:
+    events = parse(b"event: ping\n\ndata: x\n\n")
+    assert events == [SseEvent(data="x")]
+
+
+def test_comments_unknown_fields_and_colon_rules() -> None:
+    stream = (
+        b": keep-alive comment\n"
+        b"unknown: field\n"
+        b"data:no-space\n"
+        b"data:  two spaces\n"  # only one leading space is removed
+        b"data\n"  # a field without a colon has an empty value
+        b"data: a: colon inside\n"
+        b"\n"
+    )
+    assert parse(stream) == [SseEvent(data="no-space\n two spaces\n\na: colon inside")]
+
+
+def test_empty_data_line_gives_empty_event() -> None:
+    assert parse(b"data\n\n") == [SseEvent(data="")]
+    assert parse(b"data:\n\n") == [SseEvent(data="")]
+
+
+def test_retry_field() -> None:
+    parser = SseParser()
+    assert parser.feed(b"retry: 1500\n\nretry: soon\n\n") == []
+    assert parser.retry == 1500
+    parser.feed(b"retry: 20\n")
+    assert parser.retry == 20
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_all_line_break_styles(newline: bytes) -> None:
+    stream = newline.join([b"event: e", b"data: 1", b"data: 2", b"", b"data: 3", b"", b""])
+    assert parse(stream) == [SseEvent(event="e", data="1\n2"), SseEvent(data="3")]
+
+
+def test_crlf_split_across_chunks_is_one_line_break() -> None:
+    # A CR ending one chunk and the LF starting the next must not make an extra blank line.
+    assert parse(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == [SseEvent(data="a\nb")]
+
+
+def test_lone_lf_chunk_after_cr() -> None:
+    parser = SseParser()
+    assert parser.feed(b"data: a\r") == []
+    assert parser.feed(b"\n") == []
+    assert parser.feed(b"\r\n") == [SseEvent(data="a")]
+
+
+def test_bom_is_stripped_once_even_when_split() -> None:
+    assert parse(b"\xef\xbb\xbfdata: x\n\n") == [SseEvent(data="x")]
+    assert parse(b"\xef", b"\xbb", b"\xbfdata: x\n\n") == [SseEvent(data="x")]
+    # A BOM later in the stream is data, not stripped.
+    assert parse(b"data: a\n\n\xef\xbb\xbfdata: b\n\n")[1:] == []
+
+
+def test_utf8_split_across_chunks_and_invalid_bytes() -> None:
+    text = "données ✓ 😀".encode()
+    stream = b"data: " + text + b"\n\n"
+    chunks = [stream[i : i + 1] for i in range(len(stream))]
+    assert parse(*chunks) == [SseEvent(data="données ✓ 😀")]
+    assert parse(b"data: \xff\xfe\n\n") == [SseEvent(data="\ufffd\ufffd")]
+
+
+def test_close_flushes_an_unterminated_event() -> None:
+    parser = SseParser()
+    assert parser.feed(b'data: {"done": true}') == []
+    assert parser.close() == [SseEvent(data='{"done": true}')]
+
+
+def test_close_with_nothing_pending() -> None:
+    parser = SseParser()
+    parser.feed(b"data: a\n\n")
+    assert parser.close() == []
+
+
+STREAM = (
+    b"\xef\xbb\xbf: hi\r\n"
+    b'event: response.created\r\nid: 1\r\ndata: {"a":1}\r\n\r\n'
+    b"data: x\rdata: y\r\r"
+    b"data: \xc3\xa9t\xc3\xa9\n\n"
+    b"retry: 10\nevent: end\ndata: [DONE]\n\n"
+)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=12))
+def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    chunks = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)], strict=True)]
+    assert parse(*chunks) == parse(STREAM)
+    assert parse(STREAM) == [
+        SseEvent(event="response.created", data='{"a":1}', id="1"),
+        SseEvent(data="x\ny", id="1"),
+        SseEvent(data="été", id="1"),
+        SseEvent(event="end", data="[DONE]", id="1"),
+    ]
+
+
+# -- limits --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_line_at_exactly_the_limit_is_accepted(newline: bytes) -> None:
+    line = b"data: " + b"x" * 94  # 100 bytes
+    assert parse(line + newline + newline, parser=SseParser(max_line_bytes=100)) == [SseEvent(data="x" * 94)]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r", b""])
+def test_line_one_past_the_limit_is_rejected(newline: bytes) -> None:
+    line = b"data: " + b"x" * 95  # 101 bytes
+    with pytest.raises(ResponseTooLargeError) as info:
+        parse(line + newline + newline, parser=SseParser(max_line_bytes=100))
+    assert info.value.category is ErrorCategory.RESPONSE_TOO_LARGE
+    assert "max_stream_line_bytes" in str(info.value)
+
+
+def test_partial_line_limit_is_enforced_before_buffering_more() -> None:
+    parser = SseParser(max_line_bytes=100)
+    parser.feed(b"data: ")
+    for _ in range(47):
+        parser.feed(b"xx")  # 6 + 94 = 100 bytes buffered, still within the limit
+    with pytest.raises(ResponseTooLargeError):
+        parser.feed(b"x")
+
+
+def test_partial_line_limit_when_the_line_ends_in_a_later_chunk() -> None:
+    parser = SseParser(max_line_bytes=10)
+    parser.feed(b"data: 1234")  # 10 bytes, at the limit
+    with pytest.raises(ResponseTooLargeError):
+        parser.feed(b"5\n\n")
+
+
+def test_long_line_made_of_many_chunks_at_the_limit() -> None:
+    parser = SseParser(max_line_bytes=10)
+    assert parser.feed(b"data: 12") == []
+    assert parser.feed(b"34\n\n") == [SseEvent(data="1234")]
+
+
+def test_event_data_at_exactly_the_limit_is_accepted() -> None:
+    # Two data lines of 4 bytes joined by "\n": 9 bytes.
+    assert parse(b"data: abcd\ndata: efgh\n\n", parser=SseParser(max_event_bytes=9)) == [
+        SseEvent(data="abcd\nefgh")
+    ]
+
+
+def test_event_data_one_past_the_limit_is_rejected() -> None:
+    with pytest.raises(ResponseTooLargeError, match="max_stream_event_bytes"):
+        parse(b"data: abcd\ndata: efghi\n\n", parser=SseParser(max_event_bytes=9))
+
+
+def test_event_limit_counts_per_event() -> None:
+    parser = SseParser(max_event_bytes=4)
+    assert parse(b"data: abcd\n\ndata: efgh\n\n", parser=parser) == [
+        SseEvent(data="abcd"),
+        SseEvent(data="efgh"),
+    ]
+
+
+def test_invalid_limits() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        SseParser(max_line_bytes=0)
