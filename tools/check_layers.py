@@ -1,8 +1,10 @@
 """Fail if any ferrule module imports a ferrule package from its own layer or a higher one.
 
 Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui; 3 cli and
-durable adapters. A distribution may import ferrule code only from strictly lower layers (and from
-itself), and every ferrule distribution it imports must be among its declared dependencies.
+durable adapters. A distribution may import ferrule code only from its own layer or lower ones, and every
+ferrule distribution it imports must be among its declared dependencies. Within layer 1 the agent and
+the providers never import each other: they meet only in the core model contract (a provider package
+may build on another provider package, as ferrule-llamacpp builds on ferrule-openai).
 
 Usage: `python tools/check_layers.py [REPO]`; prints one line per violation and exits 1 if any.
 """
@@ -43,6 +45,11 @@ def layer(comp: str) -> int | None:
     """The layer of an import root, or `None` if unknown."""
     parts = comp.split(".")
     return LAYERS.get(".".join(parts[:2]))
+
+
+def _agent_provider_pair(own: str, target: str) -> bool:
+    kinds = {own.split(".")[1], target.split(".")[1]}
+    return kinds == {"agent", "providers"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -99,9 +106,13 @@ def check(repo: Path) -> list[str]:
                 if comp is None or comp == own or comp not in roots:
                     continue
                 target_layer = layer(comp)
-                if own_layer is not None and target_layer is not None and target_layer >= own_layer:
+                if own_layer is not None and target_layer is not None and target_layer > own_layer:
                     problems.append(
                         f"{path.relative_to(repo)}: imports {module} (layer {target_layer}) from layer {own_layer}"
+                    )
+                if _agent_provider_pair(own, comp):
+                    problems.append(
+                        f"{path.relative_to(repo)}: imports {module}; the agent and providers meet only in ferrule.core"
                     )
                 target_dist = roots[comp]
                 if target_dist != dist and target_dist not in deps:
