@@ -1,0 +1,74 @@
+"""ferrule's provider for the Anthropic Messages API (Claude).
+
+```python
+from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider
+
+model = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider())  # key from ANTHROPIC_API_KEY
+```
+
+`import ferrule.providers.anthropic` is cheap: names load on first use. The wire codec is the
+public module [`ferrule.providers.anthropic.codec`][ferrule.providers.anthropic.codec] and the model
+family profiles are in [`ferrule.providers.anthropic.profiles`][ferrule.providers.anthropic.profiles].
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._model import AnthropicModel
+    from ._provider import (
+        AnthropicFile,
+        AnthropicModelInfo,
+        AnthropicProvider,
+        DiscoveryLimits,
+        FileLimits,
+        FileNotDownloadableError,
+    )
+    from .profiles import AnthropicProfile, anthropic_profile
+
+__all__ = [
+    "AnthropicFile",
+    "AnthropicModel",
+    "AnthropicModelInfo",
+    "AnthropicProfile",
+    "AnthropicProvider",
+    "DiscoveryLimits",
+    "FileLimits",
+    "FileNotDownloadableError",
+    "anthropic_profile",
+    "infer_model",
+]
+
+_LAZY = {
+    "AnthropicModel": "._model",
+    "AnthropicFile": "._provider",
+    "AnthropicModelInfo": "._provider",
+    "AnthropicProvider": "._provider",
+    "DiscoveryLimits": "._provider",
+    "FileLimits": "._provider",
+    "FileNotDownloadableError": "._provider",
+    "AnthropicProfile": ".profiles",
+    "anthropic_profile": ".profiles",
+}
+
+
+def infer_model(model_name: str) -> AnthropicModel:
+    """The `anthropic:<model>` entry point: a model whose provider reads `ANTHROPIC_API_KEY`.
+
+    Raises `UserError` naming the variable when it is not set.
+    """
+    from ._model import AnthropicModel
+    from ._provider import AnthropicProvider
+
+    return AnthropicModel(model_name, provider=AnthropicProvider())
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ferrule.providers.anthropic' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
