@@ -1,0 +1,109 @@
+"""OpenAI (Responses and Chat Completions) and every OpenAI-compatible server, on raw HTTP + msgspec.
+
+```python
+from ferrule.providers.openai import OpenAIProvider, OpenAIResponsesModel, OpenAIChatModel, OllamaProvider
+
+model = OpenAIResponsesModel("gpt-5-mini", provider=OpenAIProvider())  # key from OPENAI_API_KEY
+local = OpenAIChatModel("llama3.2", provider=OllamaProvider())
+```
+
+`import ferrule.providers.openai` is cheap: the names below load on first use. The wire codecs
+are public modules ([`chat_codec`][ferrule.providers.openai.chat_codec],
+[`responses_codec`][ferrule.providers.openai.responses_codec]) usable without a socket.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._models import OpenAIChatModel, OpenAIResponsesModel
+    from ._provider import DiscoveredModel, OpenAICompatibleProvider, OpenAIProvider, local_url_policy
+    from .compatible import (
+        AzureOpenAIProvider,
+        CerebrasProvider,
+        DeepSeekProvider,
+        FireworksProvider,
+        GroqProvider,
+        HuggingFaceProvider,
+        LlamaCppServerProvider,
+        LMStudioProvider,
+        MaxPrice,
+        MistralOpenAIProvider,
+        OllamaProvider,
+        OpenRouterProvider,
+        OpenRouterRouting,
+        TogetherProvider,
+        VLLMProvider,
+    )
+    from .profiles import ChatDialect, ChatProfile, ResponsesDialect, ResponsesProfile
+
+__all__ = [
+    "AzureOpenAIProvider",
+    "CerebrasProvider",
+    "ChatDialect",
+    "ChatProfile",
+    "DeepSeekProvider",
+    "DiscoveredModel",
+    "FireworksProvider",
+    "GroqProvider",
+    "HuggingFaceProvider",
+    "LMStudioProvider",
+    "LlamaCppServerProvider",
+    "MaxPrice",
+    "MistralOpenAIProvider",
+    "OllamaProvider",
+    "OpenAIChatModel",
+    "OpenAICompatibleProvider",
+    "OpenAIProvider",
+    "OpenAIResponsesModel",
+    "OpenRouterProvider",
+    "OpenRouterRouting",
+    "ResponsesDialect",
+    "ResponsesProfile",
+    "TogetherProvider",
+    "VLLMProvider",
+    "local_url_policy",
+]
+
+_LAZY = {
+    "OpenAIChatModel": "_models",
+    "OpenAIResponsesModel": "_models",
+    "DiscoveredModel": "_provider",
+    "OpenAICompatibleProvider": "_provider",
+    "OpenAIProvider": "_provider",
+    "local_url_policy": "_provider",
+    "AzureOpenAIProvider": "compatible",
+    "CerebrasProvider": "compatible",
+    "DeepSeekProvider": "compatible",
+    "FireworksProvider": "compatible",
+    "GroqProvider": "compatible",
+    "HuggingFaceProvider": "compatible",
+    "LlamaCppServerProvider": "compatible",
+    "LMStudioProvider": "compatible",
+    "MaxPrice": "compatible",
+    "MistralOpenAIProvider": "compatible",
+    "OllamaProvider": "compatible",
+    "OpenRouterProvider": "compatible",
+    "OpenRouterRouting": "compatible",
+    "TogetherProvider": "compatible",
+    "VLLMProvider": "compatible",
+    "ChatDialect": "profiles",
+    "ChatProfile": "profiles",
+    "ResponsesDialect": "profiles",
+    "ResponsesProfile": "profiles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ferrule.providers.openai' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

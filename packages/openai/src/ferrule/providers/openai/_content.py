@@ -1,0 +1,103 @@
+"""User-content helpers shared by both codecs (internal)."""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from typing import Any, cast
+
+from ferrule.core.errors import UserError
+from ferrule.core.messages import (
+    AudioUrl,
+    BinaryContent,
+    CachePoint,
+    DocumentUrl,
+    ImageUrl,
+    TextContent,
+    UploadedFile,
+    VideoUrl,
+)
+
+MULTIMODAL = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile)
+
+
+def is_text_like(media_type: str) -> bool:
+    """Whether a media type is text that is better inlined than sent as a file."""
+    return (
+        media_type.startswith("text/")
+        or media_type in ("application/json", "application/xml", "application/x-yaml", "application/yaml")
+        or media_type.endswith(("+json", "+xml"))
+    )
+
+
+def identifier(item: BinaryContent | ImageUrl | AudioUrl | VideoUrl | DocumentUrl | UploadedFile) -> str:
+    """The item's identifier: explicit, or the first 6 hex digits of a SHA-1 of its data (PydanticAI's rule)."""
+    if item.identifier:
+        return item.identifier
+    if isinstance(item, BinaryContent):
+        seed = item.data
+    elif isinstance(item, UploadedFile):
+        seed = item.file_id.encode()
+    else:
+        seed = item.url.encode()
+    return hashlib.sha1(seed, usedforsecurity=False).hexdigest()[:6]
+
+
+def inline_text_file(item: BinaryContent) -> str:
+    """A text-like file inlined between delimiters the model can refer to."""
+    ident = identifier(item)
+    try:
+        text = item.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(
+            f"file {ident!r} is declared as {item.media_type} but is not valid UTF-8; "
+            "fix its media_type or its encoding"
+        ) from None
+    return "\n".join(
+        [
+            f'-----BEGIN FILE id="{ident}" type="{item.media_type}"-----',
+            text,
+            f'-----END FILE id="{ident}"-----',
+        ]
+    )
+
+
+def extension(media_type: str) -> str:
+    """A file extension (without dot) for a media type, for the file names some APIs require."""
+    special = {
+        "audio/mpeg": "mp3",
+        "audio/mp3": "mp3",
+        "audio/wav": "wav",
+        "audio/x-wav": "wav",
+        "application/pdf": "pdf",
+    }
+    if media_type in special:
+        return special[media_type]
+    guessed = mimetypes.guess_extension(media_type)
+    return guessed.lstrip(".") if guessed else "bin"
+
+
+def audio_format(media_type: str) -> str:
+    """The `input_audio.format` for an audio media type; only WAV and MP3 are accepted by OpenAI."""
+    fmt = extension(media_type)
+    if fmt not in ("wav", "mp3"):
+        raise UserError(f"audio of type {media_type!r} cannot be sent to OpenAI; convert it to WAV or MP3")
+    return fmt
+
+
+def split_tool_content(content: object) -> tuple[Any, list[Any]]:
+    """A tool result's JSON-able content, and the media items in it that must travel separately."""
+    if isinstance(content, MULTIMODAL):
+        return None, [content]
+    items = cast("list[Any]", content) if isinstance(content, list) else None
+    if items is not None:
+        files = [c for c in items if isinstance(c, MULTIMODAL)]
+        if files:
+            rest: list[Any] = [
+                c.content if isinstance(c, TextContent) else c
+                for c in items
+                if not isinstance(c, (*MULTIMODAL, CachePoint))
+            ]
+            return (rest if rest else None), files
+    plain = cast("Any", content)
+    return plain, []

@@ -1,0 +1,95 @@
+"""Model-string resolution: what `"<prefix>:<model>"` means for each entry point of this package.
+
+Each entry point of group `ferrule.providers` points at `ferrule.providers.openai._infer.<name>:infer_model`,
+which calls [`infer`][ferrule.providers.openai._entry.infer] with its prefix. Credentials come from
+the conventional environment variables; a missing one raises `UserError` naming the variable.
+
+`"openai:<model>"` uses the Responses API (OpenAI's recommended API; stateless, with encrypted
+reasoning replay); `"openai-chat:<model>"` uses Chat Completions (PydanticAI's `"openai:"` used
+Chat Completions before it too moved to Responses). Local servers read their root from
+`<NAME>_BASE_URL` when set; a root given that way is allowed for exactly its origin, since the
+environment variable is the operator's explicit choice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ferrule.core.errors import UserError
+from ferrule.core.model import Model
+
+from ._models import OpenAIChatModel, OpenAIResponsesModel
+from ._provider import OpenAICompatibleProvider, OpenAIProvider, local_url_policy
+from .compatible import (
+    AzureOpenAIProvider,
+    CerebrasProvider,
+    DeepSeekProvider,
+    FireworksProvider,
+    GroqProvider,
+    HuggingFaceProvider,
+    LlamaCppServerProvider,
+    LMStudioProvider,
+    MistralOpenAIProvider,
+    OllamaProvider,
+    OpenRouterProvider,
+    TogetherProvider,
+    VLLMProvider,
+)
+
+__all__ = ["PREFIXES", "infer"]
+
+
+def _local(cls: type[OpenAICompatibleProvider]) -> OpenAICompatibleProvider:
+    env = cls.base_url_env
+    configured = os.environ.get(env) if env else None
+    if configured:
+        return cls(base_url=configured, url_policy=local_url_policy(configured))
+    return cls()
+
+
+def _compatible() -> OpenAICompatibleProvider:
+    base_url = os.environ.get("OPENAI_COMPATIBLE_BASE_URL")
+    if not base_url:
+        raise UserError(
+            "the openai-compatible provider needs the OPENAI_COMPATIBLE_BASE_URL environment variable"
+        )
+    return OpenAICompatibleProvider(
+        base_url=base_url, api_key=os.environ.get("OPENAI_COMPATIBLE_API_KEY") or None
+    )
+
+
+_FACTORIES: dict[str, Callable[[str], Model]] = {
+    "openai": lambda name: OpenAIResponsesModel(name, provider=OpenAIProvider()),
+    "openai-responses": lambda name: OpenAIResponsesModel(name, provider=OpenAIProvider()),
+    "openai-chat": lambda name: OpenAIChatModel(name, provider=OpenAIProvider()),
+    "azure": lambda name: OpenAIChatModel(name, provider=AzureOpenAIProvider()),
+    "azure-responses": lambda name: OpenAIResponsesModel(name, provider=AzureOpenAIProvider()),
+    "openrouter": lambda name: OpenAIChatModel(name, provider=OpenRouterProvider()),
+    "groq": lambda name: OpenAIChatModel(name, provider=GroqProvider()),
+    "deepseek": lambda name: OpenAIChatModel(name, provider=DeepSeekProvider()),
+    "deepseek-responses": lambda name: OpenAIResponsesModel(name, provider=DeepSeekProvider()),
+    "together": lambda name: OpenAIChatModel(name, provider=TogetherProvider()),
+    "fireworks": lambda name: OpenAIChatModel(name, provider=FireworksProvider()),
+    "cerebras": lambda name: OpenAIChatModel(name, provider=CerebrasProvider()),
+    "mistral-openai": lambda name: OpenAIChatModel(name, provider=MistralOpenAIProvider()),
+    "huggingface": lambda name: OpenAIChatModel(name, provider=HuggingFaceProvider()),
+    "ollama": lambda name: OpenAIChatModel(name, provider=_local(OllamaProvider)),
+    "vllm": lambda name: OpenAIChatModel(name, provider=_local(VLLMProvider)),
+    "llamacpp-server": lambda name: OpenAIChatModel(name, provider=_local(LlamaCppServerProvider)),
+    "lmstudio": lambda name: OpenAIChatModel(name, provider=_local(LMStudioProvider)),
+    "openai-compatible": lambda name: OpenAIChatModel(name, provider=_compatible()),
+}
+
+PREFIXES: tuple[str, ...] = tuple(_FACTORIES)
+"""Every model-string prefix this package registers."""
+
+
+def infer(prefix: str, model_name: str) -> Model:
+    """The model for `"<prefix>:<model_name>"`, with credentials from the environment."""
+    factory = _FACTORIES.get(prefix)
+    if factory is None:
+        raise UserError(f"unknown model prefix {prefix!r}; ferrule-openai knows {', '.join(PREFIXES)}")
+    if not model_name:
+        raise UserError(f"the model string {prefix + ':'!r} names no model")
+    return factory(model_name)

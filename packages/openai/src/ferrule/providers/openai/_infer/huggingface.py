@@ -1,0 +1,12 @@
+"""Entry point `huggingface`: `"huggingface:<model>"`."""
+
+from __future__ import annotations
+
+from ferrule.core.model import Model
+
+from .._entry import infer
+
+
+def infer_model(model_name: str) -> Model:
+    """The model for `"huggingface:<model_name>"`, with credentials from the environment."""
+    return infer("huggingface", model_name)

@@ -1,0 +1,1050 @@
+"""The Chat Completions wire codec: `ModelCall` → request bytes, response bytes / SSE events → ferrule.
+
+Pure functions and one incremental decoder class; no sockets. The same code serves OpenAI and every
+OpenAI-compatible server, with the differences between them carried by a
+[`ChatDialect`][ferrule.providers.openai.profiles.ChatDialect].
+
+Decoding notes:
+
+* `reasoning_content` (DeepSeek, Qwen, llama.cpp, vLLM) and `reasoning` (Ollama, OpenRouter, Groq)
+  become [`ThinkingPart`][ferrule.core.messages.ThinkingPart]s whose `id` is the field name (as
+  PydanticAI records them); they are replayed to the same provider on tool turns.
+* Tool calls without an ID (some compatible servers) get IDs that are stable for the response:
+  derived from the response ID (or the body) and the call's position.
+* Finish reasons are normalized (`"tool_calls"` → `"tool_call"`); the raw value is kept in
+  `provider_details["finish_reason"]`.
+* A refusal (`message.refusal`) is decoded into a response with `finish_reason="content_filter"` and
+  the refusal text in `provider_details["refusal"]`; the model clients raise
+  [`ContentFilterError`][ferrule.core.errors.ContentFilterError] for it.
+* An `error` object in a 200 body or a stream chunk raises the matching typed error; a stream that
+  ends before its finish reason or `[DONE]` raises `ResponseDecodeError`, never an empty success.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from ferrule.core import bounded_json
+from ferrule.core.errors import ProviderError, ResponseDecodeError, UserError
+from ferrule.core.messages import (
+    AudioUrl,
+    BinaryContent,
+    CachePoint,
+    DocumentUrl,
+    ImageUrl,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UploadedFile,
+    UserContent,
+    UserPromptPart,
+    VideoUrl,
+    replayable_to,
+)
+from ferrule.core.model import (
+    JsonObjectOutput,
+    JsonSchemaOutput,
+    ModelCall,
+    ModelStreamEvent,
+    ResponseCompleted,
+    ToolDefinition,
+)
+from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.streaming import ResponseBuilder
+from ferrule.core.usage import RequestUsage
+
+from . import strict_schema
+from ._common import (
+    OPENAI,
+    SHAPE_ERRORS,
+    StableIds,
+    as_decimal,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    decode_json,
+    in_band_error,
+    normalize_finish_reason,
+    shape_errors,
+    timestamp,
+)
+from ._content import audio_format, extension, identifier, inline_text_file, is_text_like, split_tool_content
+from .profiles import ChatDialect
+
+__all__ = [
+    "OWNED_KEYS",
+    "ChatStreamDecoder",
+    "build_request",
+    "decode_response",
+    "decode_stream",
+    "encode_request",
+    "map_usage",
+]
+
+OWNED_KEYS = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "seed",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "parallel_tool_calls",
+        "service_tier",
+        "reasoning_effort",
+        "reasoning",
+        "thinking",
+        "prompt_cache_key",
+        "web_search_options",
+        "chat_template_kwargs",
+        "functions",
+        "function_call",
+        "n",
+    }
+)
+"""Body keys the portable encoder owns; `ModelSettings.extra_body` may not set them."""
+
+_DEFAULT_DIALECT = ChatDialect()
+
+
+# --- encoding ------------------------------------------------------------------------------------
+
+
+def _image_url(url: str, vendor_metadata: dict[str, Any] | None) -> dict[str, Any]:
+    image: dict[str, Any] = {"url": url}
+    if vendor_metadata and "detail" in vendor_metadata:
+        image["detail"] = vendor_metadata["detail"]
+    return {"type": "image_url", "image_url": image}
+
+
+def _content_item(item: UserContent, dialect: ChatDialect, provider_name: str) -> dict[str, Any] | None:
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if isinstance(item, TextContent):
+        return {"type": "text", "text": item.content}
+    if isinstance(item, CachePoint):
+        return None
+    if isinstance(item, ImageUrl):
+        if item.force_download:
+            raise UserError(f"image {item.url!r} must be downloaded before encoding (force_download is set)")
+        return _image_url(item.url, item.vendor_metadata)
+    if isinstance(item, BinaryContent):
+        if is_text_like(item.media_type):
+            return {"type": "text", "text": inline_text_file(item)}
+        if item.is_image:
+            return _image_url(item.data_uri, item.vendor_metadata)
+        if item.is_audio:
+            data = item.data_uri if dialect.audio_data_uri else item.base64
+            return {
+                "type": "input_audio",
+                "input_audio": {"data": data, "format": audio_format(item.media_type)},
+            }
+        if item.is_video:
+            raise UserError(
+                "Chat Completions does not take video input; use a provider whose profile accepts video"
+            )
+        return {
+            "type": "file",
+            "file": {"file_data": item.data_uri, "filename": f"filename.{extension(item.media_type)}"},
+        }
+    if isinstance(item, DocumentUrl):
+        if dialect.file_urls and not item.force_download:
+            return {
+                "type": "file",
+                "file": {
+                    "file_data": item.url,
+                    "filename": f"filename.{extension(item.resolved_media_type)}",
+                },
+            }
+        raise UserError(
+            f"document {item.url!r} must be downloaded before a Chat Completions request; "
+            "OpenAI's Chat API takes documents only as bytes (the model clients download it for you)"
+        )
+    if isinstance(item, AudioUrl):
+        raise UserError(
+            f"audio {item.url!r} must be downloaded before a Chat Completions request; "
+            "the API takes audio only as bytes (the model clients download it for you)"
+        )
+    if isinstance(item, VideoUrl):
+        if dialect.file_urls:
+            return {"type": "video_url", "video_url": {"url": item.url}}
+        raise UserError(
+            "Chat Completions does not take video input; use a provider whose profile accepts video"
+        )
+    if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if item.provider_name != provider_name:
+            raise UserError(
+                f"file {item.file_id!r} was uploaded to {item.provider_name!r}, not {provider_name!r}; "
+                "upload it to this provider or send its bytes"
+            )
+        if item.media_type and item.media_type.startswith("image/"):
+            raise UserError(
+                "Chat Completions cannot reference an uploaded image by file_id; send the image bytes or a URL, "
+                "or use OpenAIResponsesModel"
+            )
+        return {"type": "file", "file": {"file_id": item.file_id}}
+    raise UserError(f"unsupported user content {type(item).__name__}")  # pragma: no cover
+
+
+def _user_message(part: UserPromptPart, dialect: ChatDialect, provider_name: str) -> dict[str, Any]:
+    if isinstance(part.content, str):
+        return {"role": "user", "content": part.content}
+    content = [
+        c for c in (_content_item(item, dialect, provider_name) for item in part.content) if c is not None
+    ]
+    return {"role": "user", "content": content}
+
+
+def _files_message(files: Sequence[Any], dialect: ChatDialect, provider_name: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for item in files:
+        content.append({"type": "text", "text": f"This is file {identifier(item)}:"})
+        mapped = _content_item(item, dialect, provider_name)
+        if mapped is not None:
+            content.append(mapped)
+    return {"role": "user", "content": content}
+
+
+def _tool_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return msgspec.json.encode(content).decode()
+
+
+def _assistant_message(
+    response: ModelResponse, dialect: ChatDialect, provider_name: str, model_name: str
+) -> dict[str, Any] | None:
+    texts: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    thinking: list[str] = []
+    details: list[Any] = []
+    same_provider = replayable_to(response, provider_name)
+    same_model = replayable_to(response, provider_name, model_name)
+    for part in response.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.content)
+        elif isinstance(part, ToolCallPart):
+            tool_calls.append(
+                {
+                    "id": part.tool_call_id,
+                    "type": "function",
+                    "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
+                }
+            )
+        elif isinstance(part, ThinkingPart):
+            owner_ok = part.provider_name in (None, provider_name) and same_provider
+            if owner_ok and part.content:
+                thinking.append(part.content)
+            if owner_ok and same_model and dialect.reasoning_details and part.provider_details:
+                raw = part.provider_details.get("reasoning_details")
+                if isinstance(raw, list):
+                    details.extend(raw)  # pyright: ignore[reportUnknownArgumentType]
+        # Native tool parts, files and compactions have no Chat Completions representation.
+    message: dict[str, Any] = {"role": "assistant"}
+    if texts:
+        message["content"] = "\n\n".join(texts)
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    replay = dialect.thinking_field is not None and (
+        dialect.thinking_replay == "always" or (dialect.thinking_replay == "tool_turns" and bool(tool_calls))
+    )
+    if replay and thinking and dialect.thinking_field:
+        message[dialect.thinking_field] = "\n\n".join(thinking)
+    if details:
+        message["reasoning_details"] = details
+    if len(message) == 1:
+        return None
+    return message
+
+
+def _messages(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    system_role = dialect.system_role
+    if call.instructions:
+        messages.append({"role": system_role, "content": call.instructions})
+    for message in call.messages:
+        if isinstance(message, ModelResponse):
+            mapped = _assistant_message(message, dialect, provider_name, model_name)
+            if mapped is not None:
+                messages.append(mapped)
+            continue
+        pending_files: list[Any] = []
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                messages.append({"role": system_role, "content": part.content})
+            elif isinstance(part, UserPromptPart):
+                messages.append(_user_message(part, dialect, provider_name))
+            elif isinstance(part, ToolReturnPart):
+                content, files = split_tool_content(part.content)
+                if files:
+                    names = ", ".join(identifier(f) for f in files)
+                    text = (
+                        f"See file {names}"
+                        if content is None
+                        else f"{_tool_text(content)}\n\nSee file {names}"
+                    )
+                    pending_files.extend(files)
+                else:
+                    text = _tool_text(content)
+                messages.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": text})
+            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+                if part.tool_name is None:
+                    messages.append({"role": "user", "content": part.model_response()})
+                else:
+                    messages.append(
+                        {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
+                    )
+        if pending_files:
+            # Tool messages carry text only; media from tool results follows them as a user message.
+            messages.append(_files_message(pending_files, dialect, provider_name))
+    if dialect.merge_system_messages:
+        messages = _merge_leading_system(messages, system_role)
+    return messages
+
+
+def _merge_leading_system(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    count = 0
+    while (
+        count < len(messages)
+        and messages[count]["role"] == role
+        and isinstance(messages[count]["content"], str)
+    ):
+        count += 1
+    if count < 2:
+        return messages
+    merged = {"role": role, "content": "\n\n".join(m["content"] for m in messages[:count])}
+    return [merged, *messages[count:]]
+
+
+def _tool(tool: ToolDefinition, dialect: ChatDialect) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description is not None:
+        function["description"] = tool.description
+    if dialect.strict_tools:
+        schema, strict = strict_schema.prepare(tool.parameters_json_schema, tool.strict)
+        function["parameters"] = schema
+        if strict:
+            function["strict"] = True
+    else:
+        function["parameters"] = tool.parameters_json_schema
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(
+    call: ModelCall, dialect: ChatDialect, names: list[str]
+) -> tuple[str | dict[str, Any] | None, list[str] | None]:
+    """The `tool_choice` to send, and the tool names to keep when the choice must narrow the list."""
+    choice = call.settings.tool_choice
+    if choice is None:
+        choice = "auto" if call.allow_text_output else "required"
+    if isinstance(choice, str):
+        if choice == "required" and not dialect.tool_choice_required:
+            raise UserError("this endpoint does not accept tool_choice='required'")
+        return choice, None
+    unknown = [name for name in choice if name not in names]
+    if unknown:
+        raise UserError(f"tool_choice names tools that are not offered: {', '.join(unknown)}")
+    if len(choice) == 1:
+        return {"type": "function", "function": {"name": choice[0]}}, None
+    if dialect.allowed_tools:
+        return {
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": "required",
+                "tools": [{"type": "function", "function": {"name": n}} for n in choice],
+            },
+        }, None
+    # No allowed_tools on this server: offering only the chosen tools keeps the same meaning.
+    return "required", list(choice)
+
+
+def _response_format(call: ModelCall, dialect: ChatDialect) -> dict[str, Any] | None:
+    output = call.output
+    if isinstance(output, JsonObjectOutput):
+        return {"type": "json_object"}
+    if isinstance(output, JsonSchemaOutput):
+        spec: dict[str, Any] = {"name": output.name}
+        if output.description:
+            spec["description"] = output.description
+        if dialect.strict_tools:
+            schema, strict = strict_schema.prepare(output.schema, output.strict)
+            spec["schema"] = schema
+            spec["strict"] = strict
+        else:
+            spec["schema"] = output.schema
+            if output.strict:
+                spec["strict"] = True
+        return {"type": "json_schema", "json_schema": spec}
+    return None
+
+
+def _reasoning(call: ModelCall, dialect: ChatDialect, body: dict[str, Any]) -> None:
+    settings = call.settings
+    effort = settings.reasoning_effort
+    thinking = settings.thinking
+    control = dialect.thinking_control
+    if control == "reasoning_effort":
+        if effort is None and thinking is False:
+            effort = "none"
+        if effort is not None:
+            body["reasoning_effort"] = effort
+    elif control == "thinking_type":
+        if thinking is not None:
+            body["thinking"] = {"type": "enabled" if thinking else "disabled"}
+        if effort is not None:
+            body["reasoning_effort"] = effort
+    elif control == "openrouter":
+        reasoning: dict[str, Any] = {}
+        if effort is not None:
+            reasoning["effort"] = effort
+        if thinking is not None:
+            reasoning["enabled"] = thinking
+        if settings.thinking_budget_tokens is not None:
+            reasoning["max_tokens"] = settings.thinking_budget_tokens
+        if reasoning:
+            body["reasoning"] = reasoning
+    elif effort is not None:
+        raise UserError(f"this endpoint has no way to send reasoning_effort={effort!r}")
+
+
+def build_request(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ChatDialect | None = None,
+    stream: bool = False,
+    provider_name: str = OPENAI,
+    extra_owned_keys: Collection[str] = (),
+) -> dict[str, Any]:
+    """The Chat Completions request body for `call`, as a JSON-ready dict.
+
+    `provider_name` selects which reasoning parts and uploaded files may be replayed and which
+    `ModelSettings.extra_body` entry applies; `extra_owned_keys` are further body keys the caller
+    encodes itself (e.g. OpenRouter's typed `provider` routing) and that `extra_body` may not set.
+    Raises `UserError` for input this endpoint cannot take (e.g. audio by URL, which must be
+    downloaded first).
+    """
+    dialect = dialect or _DEFAULT_DIALECT
+    settings = call.settings
+    body: dict[str, Any] = {
+        "model": model_name,
+        "messages": _messages(call, dialect, provider_name, model_name),
+    }
+    tools = list(call.all_tools)
+    if tools:
+        choice, keep = _tool_choice(call, dialect, [t.name for t in tools])
+        if keep is not None:
+            tools = [t for t in tools if t.name in keep]
+        body["tools"] = [_tool(t, dialect) for t in tools]
+        if choice is not None:
+            body["tool_choice"] = choice
+        if settings.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = settings.parallel_tool_calls
+    elif isinstance(settings.tool_choice, list) and settings.tool_choice:
+        raise UserError("tool_choice names tools, but the request offers none")
+    response_format = _response_format(call, dialect)
+    if response_format is not None:
+        body["response_format"] = response_format
+    if settings.max_tokens is not None:
+        body[dialect.max_tokens_field] = settings.max_tokens
+    for name, field in (
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("seed", "seed"),
+        ("presence_penalty", "presence_penalty"),
+        ("frequency_penalty", "frequency_penalty"),
+        ("logit_bias", "logit_bias"),
+        ("logprobs", "logprobs"),
+        ("service_tier", "service_tier"),
+    ):
+        value = getattr(settings, name)
+        if value is not None:
+            body[field] = value
+    if settings.top_logprobs is not None:
+        body["top_logprobs"] = settings.top_logprobs
+        body.setdefault("logprobs", True)
+    if settings.stop_sequences is not None:
+        body["stop"] = settings.stop_sequences
+    if settings.top_k is not None:
+        if not dialect.top_k:
+            raise UserError("this endpoint does not accept top_k")
+        body["top_k"] = settings.top_k
+    _reasoning(call, dialect, body)
+    if dialect.prompt_cache_key and call.cache_key:
+        body["prompt_cache_key"] = call.cache_key
+    for native in call.native_tools:
+        if native.kind == "web_search" and dialect.web_search_options:
+            body["web_search_options"] = dict(native.options or {})
+        else:
+            raise UserError(
+                f"Chat Completions cannot run the native tool {native.kind!r}; use the Responses API"
+            )
+    if stream:
+        body["stream"] = True
+        if dialect.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+    extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
+    if extra:
+        body.update(extra)
+    return body
+
+
+def encode_request(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ChatDialect | None = None,
+    stream: bool = False,
+    provider_name: str = OPENAI,
+    extra_owned_keys: Collection[str] = (),
+) -> bytes:
+    """The Chat Completions request body for `call`, encoded as JSON bytes (see `build_request`)."""
+    return msgspec.json.encode(
+        build_request(
+            call,
+            model_name=model_name,
+            dialect=dialect,
+            stream=stream,
+            provider_name=provider_name,
+            extra_owned_keys=extra_owned_keys,
+        )
+    )
+
+
+# --- wire types ----------------------------------------------------------------------------------
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: Any = None
+
+
+class _ToolCall(msgspec.Struct):
+    index: Any = None
+    id: Any = None
+    type: Any = None
+    function: _Function | None = None
+
+
+class _Message(msgspec.Struct):
+    role: Any = None
+    content: Any = None
+    refusal: Any = None
+    tool_calls: list[_ToolCall] | None = None
+    function_call: _Function | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    reasoning_details: Any = None
+    annotations: Any = None
+    audio: Any = None
+
+
+class _Choice(msgspec.Struct):
+    index: Any = 0
+    message: _Message | None = None
+    delta: _Message | None = None
+    finish_reason: Any = None
+    native_finish_reason: Any = None
+
+
+class _Completion(msgspec.Struct):
+    id: Any = None
+    model: Any = None
+    created: Any = None
+    choices: list[_Choice] | None = None
+    usage: Any = None
+    service_tier: Any = None
+    system_fingerprint: Any = None
+    error: Any = None
+    provider: Any = None
+    x_groq: Any = None
+
+
+def map_usage(usage: Any) -> RequestUsage | None:
+    """Normalized usage from a Chat Completions `usage` object (OpenAI, DeepSeek, OpenRouter, Groq shapes)."""
+    raw = as_dict(usage)
+    if not raw:
+        return None
+    prompt = as_dict(raw.get("prompt_tokens_details"))
+    completion = as_dict(raw.get("completion_tokens_details"))
+    cache_reported = bool(prompt) or "prompt_cache_hit_tokens" in raw or "cached_tokens" in raw
+    cache_read = (
+        as_int(prompt.get("cached_tokens"))
+        or as_int(raw.get("prompt_cache_hit_tokens"))
+        or as_int(raw.get("cached_tokens"))
+    )
+    details: dict[str, int] = {}
+    reasoning = as_int(completion.get("reasoning_tokens"))
+    if reasoning:
+        details["reasoning_tokens"] = reasoning
+    for name in ("accepted_prediction_tokens", "rejected_prediction_tokens"):
+        value = as_int(completion.get(name))
+        if value:
+            details[name] = value
+    cache_write = as_int(prompt.get("cache_write_tokens"))
+    return RequestUsage(
+        input_tokens=as_int(raw.get("prompt_tokens")),
+        output_tokens=as_int(raw.get("completion_tokens")),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        input_audio_tokens=as_int(prompt.get("audio_tokens")),
+        output_audio_tokens=as_int(completion.get("audio_tokens")),
+        output_reasoning_tokens=reasoning,
+        details=details,
+        cost=as_decimal(raw.get("cost")),
+        cache_reported=cache_reported,
+    )
+
+
+def _text_of(content: Any) -> str | None:
+    """Message content as text: a string, or the text items of a content list (Mistral-style)."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for item in content:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(item, str):
+                texts.append(item)
+            elif isinstance(item, dict) and item.get("type") in ("text", "output_text"):  # pyright: ignore[reportUnknownMemberType]
+                text = as_str(item.get("text"))  # pyright: ignore[reportUnknownMemberType]
+                if text:
+                    texts.append(text)
+        return "".join(texts)
+    raise ResponseDecodeError(f"message content is a {type(content).__name__}, not text")
+
+
+def _thinking_of(message: _Message) -> tuple[str | None, str | None]:
+    """The reasoning text and the field it came in."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name)
+        if isinstance(value, str) and value:
+            return value, name
+    return None, None
+
+
+def merge_reasoning_details(fragments: list[Any]) -> list[dict[str, Any]]:
+    """OpenRouter `reasoning_details` fragments of a stream joined into whole entries (by type and index)."""
+    merged: list[dict[str, Any]] = []
+    for fragment in fragments:
+        info = as_dict(fragment)
+        if not info:
+            continue
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and last.get("type") == info.get("type")
+            and last.get("index") == info.get("index")
+        ):
+            for key, value in info.items():
+                if key in ("text", "summary", "data") and isinstance(value, str):
+                    previous = last.get(key)
+                    last[key] = (previous if isinstance(previous, str) else "") + value
+                elif value not in (None, ""):
+                    last[key] = value
+        else:
+            merged.append(dict(info))
+    return merged
+
+
+def _details_text(details: list[Any]) -> str:
+    texts: list[str] = []
+    for item in details:
+        info = as_dict(item)
+        text = as_str(info.get("text")) or as_str(info.get("summary"))
+        if text:
+            texts.append(text)
+    return "".join(texts)
+
+
+def _provider_details(
+    completion: _Completion, raw_finish: str | None, refusal: str | None
+) -> dict[str, Any] | None:
+    details: dict[str, Any] = {}
+    if raw_finish is not None:
+        details["finish_reason"] = raw_finish
+    if isinstance(completion.service_tier, str):
+        details["service_tier"] = completion.service_tier
+    if isinstance(completion.provider, str):
+        details["upstream_provider"] = completion.provider
+    if refusal:
+        details["refusal"] = refusal
+    return details or None
+
+
+def _finish(raw_finish: str | None, refusal: str | None) -> Any:
+    if refusal:
+        return "content_filter"
+    return normalize_finish_reason(raw_finish)
+
+
+def _function_args(arguments: Any) -> str | dict[str, Any] | None:
+    if arguments is None or isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, dict):
+        return arguments  # pyright: ignore[reportUnknownVariableType]
+    raise ResponseDecodeError(
+        f"tool call arguments are a {type(arguments).__name__}, not a JSON string or object"
+    )
+
+
+def _decode_completion(
+    completion: _Completion, *, model_name: str | None, provider_name: str, seed: bytes
+) -> ModelResponse:
+    if completion.error is not None:
+        raise in_band_error(
+            completion.error,
+            provider_name=provider_name,
+            model_name=model_name,
+            where="the response body holds an error",
+        )
+    if not completion.choices:
+        raise ResponseDecodeError(
+            "the response has no choices", provider_name=provider_name, model_name=model_name
+        )
+    choice = completion.choices[0]
+    message = choice.message
+    if message is None:
+        raise ResponseDecodeError(
+            "the first choice has no message", provider_name=provider_name, model_name=model_name
+        )
+    ids = StableIds(completion.id if isinstance(completion.id, str) and completion.id else seed)
+    parts: list[ModelResponsePart] = []
+    thinking, field = _thinking_of(message)
+    details = as_list(message.reasoning_details) or None
+    if thinking is None and details:
+        thinking, field = _details_text(details), "reasoning_details"
+    if thinking is not None or details:
+        parts.append(
+            ThinkingPart(
+                content=thinking or "",
+                id=field,
+                provider_name=provider_name,
+                provider_details={"reasoning_details": details} if details else None,
+            )
+        )
+    text = _text_of(message.content)
+    if text:
+        parts.append(TextPart(content=text))
+    calls = list(message.tool_calls or ())
+    if not calls and message.function_call is not None:
+        calls = [_ToolCall(function=message.function_call)]
+    for call in calls:
+        function = call.function or _Function()
+        if not isinstance(function.name, str) or not function.name:
+            raise ResponseDecodeError(
+                "a tool call has no function name", provider_name=provider_name, model_name=model_name
+            )
+        call_id = call.id if isinstance(call.id, str) and call.id else ids.next()
+        parts.append(
+            ToolCallPart(
+                tool_name=function.name, args=_function_args(function.arguments), tool_call_id=call_id
+            )
+        )
+    raw_finish = as_str(choice.finish_reason)
+    refusal = as_str(message.refusal)
+    usage = (
+        map_usage(completion.usage)
+        or map_usage(as_dict(completion.x_groq).get("usage"))
+        or RequestUsage(cache_reported=False)
+    )
+    response = ModelResponse(
+        parts=parts,
+        usage=usage,
+        model_name=as_str(completion.model) or model_name,
+        provider_name=provider_name,
+        provider_details=_provider_details(completion, raw_finish, refusal),
+        provider_response_id=as_str(completion.id),
+        finish_reason=_finish(raw_finish, refusal),
+    )
+    created = timestamp(completion.created)
+    if created is not None:
+        response.timestamp = created
+    return response
+
+
+def decode_response(
+    body: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+) -> ModelResponse:
+    """Decode a buffered Chat Completions response body.
+
+    Raises `ResponseDecodeError` for malformed or empty input (bounded by
+    `bounded_json.PROVIDER_RESPONSE`), or the typed error of an `error` object in the body.
+    """
+    completion = decode_json(
+        body, _Completion, bounded_json.PROVIDER_RESPONSE, "the Chat Completions response"
+    )
+    try:
+        return _decode_completion(
+            completion, model_name=model_name, provider_name=provider_name, seed=body[:4096]
+        )
+    except ProviderError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise shape_errors("the Chat Completions response", provider_name, model_name)(exc) from exc
+
+
+# --- streaming -----------------------------------------------------------------------------------
+
+
+class ChatStreamDecoder:
+    """Turns the `data` payloads of a streamed Chat Completions response into ferrule stream events.
+
+    Feed each SSE event with [`feed`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.feed],
+    then call [`finish`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.finish] when the
+    body ends: it returns the last events, ending with one `ResponseCompleted`, or raises
+    `ResponseDecodeError` when the stream stopped before its finish reason or `[DONE]`.
+    """
+
+    def __init__(self, *, model_name: str | None = None, provider_name: str = OPENAI) -> None:
+        self.model_name = model_name
+        """The requested model (the provider's own name for it replaces it once reported)."""
+        self.provider_name = provider_name
+        """The provider, recorded on the response and its reasoning parts."""
+        self._builder = ResponseBuilder()
+        self._ids: StableIds | None = None
+        self._response_id: str | None = None
+        self._reported_model: str | None = None
+        self._created: Any = None
+        self._service_tier: str | None = None
+        self._upstream: str | None = None
+        self._raw_finish: str | None = None
+        self._refusal: list[str] = []
+        self._usage: RequestUsage | None = None
+        self._done = False
+        self._tool_keys: dict[int, tuple[Any, str | None]] = {}
+        self._tool_count = 0
+        self._details: list[Any] = []
+        self._thinking_started = False
+        self._finished = False
+
+    @property
+    def done(self) -> bool:
+        """Whether `[DONE]` arrived."""
+        return self._done
+
+    def feed(self, data: str) -> list[ModelStreamEvent]:
+        """Decode one event's `data` and return the stream events it produces."""
+        if self._finished:
+            raise ResponseDecodeError(
+                "the stream continued after it was finished",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        stripped = data.strip()
+        if not stripped:
+            return []
+        if stripped == "[DONE]":
+            self._done = True
+            return []
+        if self._done:
+            raise ResponseDecodeError(
+                "the stream sent data after [DONE]",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        chunk = decode_json(
+            data,
+            _Completion,
+            bounded_json.STREAM_EVENT,
+            "a Chat Completions stream chunk",
+            provider_name=self.provider_name,
+            model_name=self.model_name,
+        )
+        try:
+            return self._chunk(chunk, data)
+        except ProviderError:
+            raise
+        except SHAPE_ERRORS as exc:
+            raise shape_errors("a Chat Completions stream chunk", self.provider_name, self.model_name)(
+                exc
+            ) from exc
+
+    def feed_event(self, event: SseEvent) -> list[ModelStreamEvent]:
+        """Decode one parsed server-sent event."""
+        return self.feed(event.data)
+
+    def _chunk(self, chunk: _Completion, data: str) -> list[ModelStreamEvent]:
+        if chunk.error is not None:
+            raise in_band_error(
+                chunk.error,
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+                where="the stream reported an error",
+            )
+        if self._ids is None:
+            seed = chunk.id if isinstance(chunk.id, str) and chunk.id else data[:4096]
+            self._ids = StableIds(seed)
+        if isinstance(chunk.id, str) and chunk.id and self._response_id is None:
+            self._response_id = chunk.id
+        if isinstance(chunk.model, str) and chunk.model:
+            self._reported_model = chunk.model
+        if self._created is None:
+            self._created = chunk.created
+        if isinstance(chunk.service_tier, str):
+            self._service_tier = chunk.service_tier
+        if isinstance(chunk.provider, str):
+            self._upstream = chunk.provider
+        usage = map_usage(chunk.usage) or map_usage(as_dict(chunk.x_groq).get("usage"))
+        if usage is not None:
+            self._usage = usage
+        events: list[ModelStreamEvent] = []
+        for choice in chunk.choices or ():
+            if isinstance(choice.index, int) and choice.index != 0:
+                continue  # only the first choice is decoded, as for buffered responses
+            delta = choice.delta or choice.message
+            if delta is not None:
+                events.extend(self._delta(delta))
+            finish = as_str(choice.finish_reason)
+            if finish is not None:
+                self._raw_finish = finish
+        return events
+
+    def _delta(self, delta: _Message) -> list[ModelStreamEvent]:
+        events: list[ModelStreamEvent] = []
+        builder = self._builder
+        thinking, field = _thinking_of(delta)
+        fragments = as_list(delta.reasoning_details)
+        if fragments:
+            self._details.extend(fragments)
+            if thinking is None:
+                thinking, field = _details_text(fragments) or None, "reasoning_details"
+        if thinking or (fragments and not self._thinking_started):
+            # Encrypted reasoning arrives without text; its part must exist to carry it.
+            self._thinking_started = True
+            part_id = field if thinking else None
+            events.extend(builder.thinking(thinking or None, id=part_id, provider_name=self.provider_name))
+        text = _text_of(delta.content)
+        if text:
+            events.extend(builder.text(text))
+        refusal = as_str(delta.refusal)
+        if refusal:
+            self._refusal.append(refusal)
+        calls = list(delta.tool_calls or ())
+        if not calls and delta.function_call is not None:
+            calls = [_ToolCall(index=0, function=delta.function_call)]
+        for position, call in enumerate(calls):
+            events.extend(self._tool_delta(call, position))
+        return events
+
+    def _tool_delta(self, call: _ToolCall, position: int) -> list[ModelStreamEvent]:
+        index = call.index if isinstance(call.index, int) and not isinstance(call.index, bool) else position
+        call_id = call.id if isinstance(call.id, str) and call.id else None
+        function = call.function or _Function()
+        name = function.name if isinstance(function.name, str) and function.name else None
+        args = _function_args(function.arguments)
+        current = self._tool_keys.get(index)
+        if current is None or (call_id is not None and current[1] is not None and call_id != current[1]):
+            # A new call at this index (some servers reuse index 0 for every call, each with its own ID).
+            self._tool_count += 1
+            key = ("tool", self._tool_count)
+            assert self._ids is not None
+            self._tool_keys[index] = (key, call_id)
+            return self._builder.tool_call(
+                key=key, tool_name=name, args=args or None, tool_call_id=call_id or self._ids.next()
+            )
+        key, _ = current
+        return self._builder.tool_call(key=key, tool_name=name, args=args or None)
+
+    def finish(self) -> list[ModelStreamEvent]:
+        """End of the body: the remaining part-end events and the `ResponseCompleted` event.
+
+        Raises `ResponseDecodeError` when neither a finish reason nor `[DONE]` arrived (a
+        truncated stream), or when a tool call has no name.
+        """
+        if self._finished:
+            raise ResponseDecodeError(
+                "the stream was already finished",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        self._finished = True
+        if not self._done and self._raw_finish is None:
+            raise ResponseDecodeError(
+                "the stream ended before its finish reason or [DONE]; the response is incomplete",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        events = self._builder.finish()
+        parts = self._builder.parts
+        for part in parts:
+            if isinstance(part, ToolCallPart) and not part.tool_name:
+                raise ResponseDecodeError(
+                    "a streamed tool call has no function name",
+                    provider_name=self.provider_name,
+                    model_name=self.model_name,
+                )
+            if isinstance(part, ThinkingPart) and self._details:
+                merged = merge_reasoning_details(self._details)
+                part.provider_details = {**(part.provider_details or {}), "reasoning_details": merged}
+                if part.id is None:
+                    part.id = "reasoning_details"
+        refusal = "".join(self._refusal) or None
+        details: dict[str, Any] = {}
+        if self._raw_finish is not None:
+            details["finish_reason"] = self._raw_finish
+        if self._service_tier:
+            details["service_tier"] = self._service_tier
+        if self._upstream:
+            details["upstream_provider"] = self._upstream
+        if refusal:
+            details["refusal"] = refusal
+        response = ModelResponse(
+            parts=parts,
+            usage=self._usage or RequestUsage(cache_reported=False),
+            model_name=self._reported_model or self.model_name,
+            provider_name=self.provider_name,
+            provider_details=details or None,
+            provider_response_id=self._response_id,
+            finish_reason=_finish(self._raw_finish, refusal),
+        )
+        created = timestamp(self._created)
+        if created is not None:
+            response.timestamp = created
+        events.append(ResponseCompleted(response))
+        return events
+
+
+def iter_sse_payloads(data: bytes) -> Iterable[SseEvent]:
+    """Every server-sent event in a complete SSE body (bounded by the default SSE limits)."""
+    parser = SseParser()
+    yield from parser.feed(data)
+    yield from parser.close()
+
+
+def decode_stream(
+    data: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+) -> ModelResponse:
+    """Decode the raw SSE text of a streamed Chat Completions response through `ChatStreamDecoder`."""
+    decoder = ChatStreamDecoder(model_name=model_name, provider_name=provider_name)
+    for event in iter_sse_payloads(data):
+        decoder.feed_event(event)
+    completed = decoder.finish()[-1]
+    assert isinstance(completed, ResponseCompleted)
+    return completed.response

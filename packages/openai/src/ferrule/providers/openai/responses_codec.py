@@ -1,0 +1,1145 @@
+"""The Responses API wire codec: `ModelCall` → request bytes, response bytes / SSE events → ferrule.
+
+Pure functions and one incremental decoder class; no sockets.
+
+* Requests are stateless by default (`store: false`): the whole history is replayed every time.
+  Reasoning items travel with their `encrypted_content` (asked for with
+  `include: ["reasoning.encrypted_content"]`) and are sent back only to the provider and model that
+  produced them ([`replayable_to`][ferrule.core.messages.replayable_to]); other models get only the
+  portable parts.
+* Output items map to parts: `message` → text, `reasoning` → thinking (summary text, signature =
+  encrypted content), `function_call` → tool call, provider-run tools (`web_search_call`,
+  `code_interpreter_call`, `file_search_call`, `image_generation_call`, `mcp_call`,
+  `mcp_list_tools`) → native tool call and return parts (plus a file part for generated images),
+  `compaction` → compaction. Unknown item types and unknown stream event types are ignored.
+* `response.failed` and `error` events raise the typed error their code maps to; a stream that ends
+  before `response.completed` / `response.incomplete` raises `ResponseDecodeError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Collection
+from typing import Any
+
+import msgspec
+
+from ferrule.core import bounded_json
+from ferrule.core.errors import ErrorCategory, ProviderError, ResponseDecodeError, UserError
+from ferrule.core.messages import (
+    AudioUrl,
+    BinaryContent,
+    CachePoint,
+    CompactionPart,
+    DocumentUrl,
+    FilePart,
+    ImageUrl,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UploadedFile,
+    UserContent,
+    UserPromptPart,
+    VideoUrl,
+    replayable_to,
+)
+from ferrule.core.model import (
+    JsonObjectOutput,
+    JsonSchemaOutput,
+    ModelCall,
+    ModelStreamEvent,
+    NativeTool,
+    PartStartEvent,
+    ResponseCompleted,
+    ToolDefinition,
+)
+from ferrule.core.profile import ModelProfile
+from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.streaming import ResponseBuilder
+from ferrule.core.usage import RequestUsage
+
+from . import strict_schema
+from ._common import (
+    OPENAI,
+    SHAPE_ERRORS,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    decode_json,
+    in_band_error,
+    shape_errors,
+    timestamp,
+)
+from ._content import extension, identifier, inline_text_file, is_text_like, split_tool_content
+from .profiles import ResponsesDialect
+
+__all__ = [
+    "OWNED_KEYS",
+    "ResponsesStreamDecoder",
+    "build_request",
+    "decode_response",
+    "decode_stream",
+    "encode_request",
+    "map_usage",
+]
+
+OWNED_KEYS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "text",
+        "reasoning",
+        "include",
+        "store",
+        "stream",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "top_logprobs",
+        "service_tier",
+        "truncation",
+        "prompt_cache_key",
+        "previous_response_id",
+        "conversation",
+    }
+)
+"""Body keys the portable encoder owns; `ModelSettings.extra_body` may not set them."""
+
+_DEFAULT_DIALECT = ResponsesDialect()
+
+NATIVE_TOOL_NAMES = {
+    "web_search_call": "web_search",
+    "code_interpreter_call": "code_execution",
+    "file_search_call": "file_search",
+    "image_generation_call": "image_generation",
+}
+"""The ferrule native-tool name of each provider-run output item type."""
+
+
+# --- encoding ------------------------------------------------------------------------------------
+
+
+def _input_item(item: UserContent, provider_name: str) -> dict[str, Any] | None:
+    if isinstance(item, str):
+        return {"type": "input_text", "text": item}
+    if isinstance(item, TextContent):
+        return {"type": "input_text", "text": item.content}
+    if isinstance(item, CachePoint):
+        return None
+    if isinstance(item, ImageUrl):
+        if item.force_download:
+            raise UserError(f"image {item.url!r} must be downloaded before encoding (force_download is set)")
+        image: dict[str, Any] = {"type": "input_image", "image_url": item.url, "detail": "auto"}
+        if item.vendor_metadata and "detail" in item.vendor_metadata:
+            image["detail"] = item.vendor_metadata["detail"]
+        return image
+    if isinstance(item, BinaryContent):
+        if is_text_like(item.media_type):
+            return {"type": "input_text", "text": inline_text_file(item)}
+        if item.is_image:
+            image = {"type": "input_image", "image_url": item.data_uri, "detail": "auto"}
+            if item.vendor_metadata and "detail" in item.vendor_metadata:
+                image["detail"] = item.vendor_metadata["detail"]
+            return image
+        if item.is_audio or item.is_video:
+            raise UserError(
+                "the Responses API does not take audio or video input; use OpenAIChatModel for audio"
+            )
+        return {
+            "type": "input_file",
+            "file_data": item.data_uri,
+            "filename": f"filename.{extension(item.media_type)}",
+        }
+    if isinstance(item, DocumentUrl):
+        if item.force_download:
+            raise UserError(
+                f"document {item.url!r} must be downloaded before encoding (force_download is set)"
+            )
+        return {"type": "input_file", "file_url": item.url}
+    if isinstance(item, AudioUrl | VideoUrl):
+        raise UserError("the Responses API does not take audio or video input; use OpenAIChatModel for audio")
+    if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if item.provider_name != provider_name:
+            raise UserError(
+                f"file {item.file_id!r} was uploaded to {item.provider_name!r}, not {provider_name!r}; "
+                "upload it to this provider or send its bytes"
+            )
+        if item.media_type and item.media_type.startswith("image/"):
+            return {"type": "input_image", "file_id": item.file_id, "detail": "auto"}
+        return {"type": "input_file", "file_id": item.file_id}
+    raise UserError(f"unsupported user content {type(item).__name__}")  # pragma: no cover
+
+
+def _user_item(part: UserPromptPart, provider_name: str) -> dict[str, Any]:
+    if isinstance(part.content, str):
+        return {"role": "user", "content": part.content}
+    content = [c for c in (_input_item(item, provider_name) for item in part.content) if c is not None]
+    return {"role": "user", "content": content}
+
+
+def _tool_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return msgspec.json.encode(content).decode()
+
+
+def _reasoning_item(part: ThinkingPart, dialect: ResponsesDialect) -> dict[str, Any] | None:
+    if not part.id:
+        return None
+    details = part.provider_details or {}
+    from_raw = details.get("source") == "reasoning_text"
+    if not part.signature and not (dialect.replay_reasoning_text and part.content):
+        # Without encrypted content a stateless request cannot refer to the reasoning item.
+        return None
+    summaries = details.get("summary")
+    if not isinstance(summaries, list):
+        summaries = [part.content] if part.content and not from_raw else []
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": part.id,
+        "summary": [{"type": "summary_text", "text": str(s)} for s in summaries],  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    }
+    if part.signature:
+        item["encrypted_content"] = part.signature
+    if dialect.replay_reasoning_text:
+        raw = details.get("reasoning_text") if not from_raw else part.content
+        if isinstance(raw, str) and raw:
+            item["content"] = [{"type": "reasoning_text", "text": raw}]
+    return item
+
+
+def _assistant_items(
+    response: ModelResponse, dialect: ResponsesDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    same = replayable_to(response, provider_name, model_name)
+    with_ids = same and dialect.replay_item_ids
+    items: list[dict[str, Any]] = []
+    for part in response.parts:
+        if isinstance(part, TextPart):
+            if with_ids and part.id:
+                message: dict[str, Any] = {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": part.id,
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": part.content, "annotations": []}],
+                }
+                phase = (part.provider_details or {}).get("phase")
+                if isinstance(phase, str):
+                    message["phase"] = phase
+                items.append(message)
+            else:
+                items.append({"role": "assistant", "content": part.content})
+        elif isinstance(part, ToolCallPart):
+            call: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": part.tool_call_id,
+                "name": part.tool_name,
+                "arguments": part.args_as_json_str(),
+            }
+            if with_ids and part.id:
+                call["id"] = part.id
+            items.append(call)
+        elif isinstance(part, ThinkingPart):
+            if same and part.provider_name in (None, provider_name):
+                reasoning = _reasoning_item(part, dialect)
+                if reasoning is not None:
+                    items.append(reasoning)
+        elif isinstance(part, NativeToolCallPart):
+            raw = (part.provider_details or {}).get("item")
+            if same and isinstance(raw, dict):
+                items.append(raw)  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(part, CompactionPart):
+            encrypted = (part.provider_details or {}).get("encrypted_content")
+            if same and isinstance(encrypted, str):
+                compaction: dict[str, Any] = {"type": "compaction", "encrypted_content": encrypted}
+                if part.id:
+                    compaction["id"] = part.id
+                items.append(compaction)
+        # Native tool returns travel inside their call's item; generated files are not replayed.
+    return items
+
+
+def _input(
+    call: ModelCall, dialect: ResponsesDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in call.messages:
+        if isinstance(message, ModelResponse):
+            items.extend(_assistant_items(message, dialect, provider_name, model_name))
+            continue
+        assert isinstance(message, ModelRequest)
+        files: list[Any] = []
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                items.append({"role": "system", "content": part.content})
+            elif isinstance(part, UserPromptPart):
+                items.append(_user_item(part, provider_name))
+            elif isinstance(part, ToolReturnPart):
+                content, media = split_tool_content(part.content)
+                if media:
+                    names = ", ".join(identifier(m) for m in media)
+                    text = (
+                        f"See file {names}"
+                        if content is None
+                        else f"{_tool_text(content)}\n\nSee file {names}"
+                    )
+                    files.extend(media)
+                else:
+                    text = _tool_text(content)
+                items.append({"type": "function_call_output", "call_id": part.tool_call_id, "output": text})
+            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+                if part.tool_name is None:
+                    items.append({"role": "user", "content": part.model_response()})
+                else:
+                    items.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": part.tool_call_id,
+                            "output": part.model_response(),
+                        }
+                    )
+        if files:
+            file_content: list[dict[str, Any]] = []
+            for media in files:
+                file_content.append({"type": "input_text", "text": f"This is file {identifier(media)}:"})
+                mapped = _input_item(media, provider_name)
+                if mapped is not None:
+                    file_content.append(mapped)
+            items.append({"role": "user", "content": file_content})
+    return items
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    schema, strict = strict_schema.prepare(tool.parameters_json_schema, tool.strict)
+    mapped: dict[str, Any] = {"type": "function", "name": tool.name, "parameters": schema, "strict": strict}
+    if tool.description is not None:
+        mapped["description"] = tool.description
+    return mapped
+
+
+def _native_tool(tool: NativeTool) -> dict[str, Any]:
+    options = dict(tool.options or {})
+    if tool.kind == "web_search":
+        return {"type": "web_search", **options}
+    if tool.kind == "code_execution":
+        return {
+            "type": "code_interpreter",
+            "container": options.pop("container", {"type": "auto"}),
+            **options,
+        }
+    if tool.kind == "file_search":
+        if not options.get("vector_store_ids"):
+            raise UserError("the native file_search tool needs options={'vector_store_ids': [...]}")
+        return {"type": "file_search", **options}
+    if tool.kind == "image_generation":
+        return {"type": "image_generation", **options}
+    raise UserError(f"the Responses API has no native tool {tool.kind!r}")
+
+
+def _tool_choice(call: ModelCall, names: list[str]) -> str | dict[str, Any]:
+    choice = call.settings.tool_choice
+    if choice is None:
+        return "auto" if call.allow_text_output else "required"
+    if isinstance(choice, str):
+        return choice
+    unknown = [name for name in choice if name not in names]
+    if unknown:
+        raise UserError(f"tool_choice names tools that are not offered: {', '.join(unknown)}")
+    if len(choice) == 1:
+        return {"type": "function", "name": choice[0]}
+    return {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": n} for n in choice],
+    }
+
+
+def build_request(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ResponsesDialect | None = None,
+    profile: ModelProfile | None = None,
+    stream: bool = False,
+    provider_name: str = OPENAI,
+    extra_owned_keys: Collection[str] = (),
+) -> dict[str, Any]:
+    """The Responses request body for `call`, as a JSON-ready dict.
+
+    `profile` tells whether the model reasons (so encrypted reasoning is requested for stateless
+    replay); `provider_name` selects what may be replayed and which `extra_body` entry applies.
+    """
+    dialect = dialect or _DEFAULT_DIALECT
+    settings = call.settings
+    body: dict[str, Any] = {"model": model_name, "input": _input(call, dialect, provider_name, model_name)}
+    if call.instructions:
+        body["instructions"] = call.instructions
+    tools: list[dict[str, Any]] = [_tool(t) for t in call.all_tools]
+    names = [t.name for t in call.all_tools]
+    tools.extend(_native_tool(t) for t in call.native_tools)
+    if tools:
+        body["tools"] = tools
+        if names:
+            body["tool_choice"] = _tool_choice(call, names)
+        elif settings.tool_choice is not None and not isinstance(settings.tool_choice, list):
+            body["tool_choice"] = settings.tool_choice
+        if settings.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = settings.parallel_tool_calls
+    elif isinstance(settings.tool_choice, list) and settings.tool_choice:
+        raise UserError("tool_choice names tools, but the request offers none")
+    output = call.output
+    if isinstance(output, JsonSchemaOutput):
+        schema, strict = strict_schema.prepare(output.schema, output.strict)
+        fmt: dict[str, Any] = {"type": "json_schema", "name": output.name, "schema": schema, "strict": strict}
+        if output.description:
+            fmt["description"] = output.description
+        body["text"] = {"format": fmt}
+    elif isinstance(output, JsonObjectOutput):
+        body["text"] = {"format": {"type": "json_object"}}
+    reasons = profile.supports_thinking if profile is not None else False
+    reasoning: dict[str, Any] = {}
+    effort = settings.reasoning_effort
+    if effort is None and settings.thinking is False:
+        effort = "none"
+    if effort is not None:
+        reasoning["effort"] = effort
+    if settings.reasoning_summary is not None:
+        reasoning["summary"] = settings.reasoning_summary
+    if reasoning:
+        body["reasoning"] = reasoning
+    include: list[str] = []
+    if dialect.store is not None:
+        body["store"] = dialect.store
+    if reasons and dialect.encrypted_reasoning and dialect.store is not True:
+        include.append("reasoning.encrypted_content")
+    if settings.max_tokens is not None:
+        body["max_output_tokens"] = settings.max_tokens
+    for name in ("temperature", "top_p", "service_tier", "truncation"):
+        value = getattr(settings, name)
+        if value is not None:
+            body[name] = value
+    if settings.top_logprobs is not None:
+        body["top_logprobs"] = settings.top_logprobs
+    if settings.logprobs or settings.top_logprobs is not None:
+        include.append("message.output_text.logprobs")
+    for name in ("seed", "stop_sequences", "presence_penalty", "frequency_penalty", "logit_bias", "top_k"):
+        if getattr(settings, name) is not None:
+            raise UserError(
+                f"the Responses API has no {name!r} setting; use the Chat Completions model for it"
+            )
+    if call.cache_key:
+        body["prompt_cache_key"] = call.cache_key
+    if include:
+        body["include"] = include
+    if stream:
+        body["stream"] = True
+    extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
+    if extra:
+        body.update(extra)
+    return body
+
+
+def encode_request(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ResponsesDialect | None = None,
+    profile: ModelProfile | None = None,
+    stream: bool = False,
+    provider_name: str = OPENAI,
+    extra_owned_keys: Collection[str] = (),
+) -> bytes:
+    """The Responses request body for `call`, encoded as JSON bytes (see `build_request`)."""
+    return msgspec.json.encode(
+        build_request(
+            call,
+            model_name=model_name,
+            dialect=dialect,
+            profile=profile,
+            stream=stream,
+            provider_name=provider_name,
+            extra_owned_keys=extra_owned_keys,
+        )
+    )
+
+
+# --- decoding ------------------------------------------------------------------------------------
+
+
+class _Response(msgspec.Struct):
+    id: Any = None
+    model: Any = None
+    status: Any = None
+    output: Any = None
+    usage: Any = None
+    incomplete_details: Any = None
+    error: Any = None
+    created_at: Any = None
+    service_tier: Any = None
+    object: Any = None
+
+
+def map_usage(usage: Any) -> RequestUsage | None:
+    """Normalized usage from a Responses `usage` object (cached and reasoning tokens included)."""
+    raw = as_dict(usage)
+    if not raw:
+        return None
+    inputs = as_dict(raw.get("input_tokens_details"))
+    outputs = as_dict(raw.get("output_tokens_details"))
+    reasoning = as_int(outputs.get("reasoning_tokens"))
+    return RequestUsage(
+        input_tokens=as_int(raw.get("input_tokens")),
+        output_tokens=as_int(raw.get("output_tokens")),
+        cache_read_tokens=as_int(inputs.get("cached_tokens")),
+        output_reasoning_tokens=reasoning,
+        details={"reasoning_tokens": reasoning} if reasoning else {},
+        cache_reported=bool(inputs),
+    )
+
+
+class _Items:
+    """Maps complete output items to parts; shared by the buffered decoder and the stream decoder."""
+
+    def __init__(self, provider_name: str, model_name: str | None) -> None:
+        self.provider_name = provider_name
+        self.model_name = model_name
+        self.refusals: list[str] = []
+        self.has_function_call = False
+
+    def fail(self, message: str) -> ResponseDecodeError:
+        return ResponseDecodeError(message, provider_name=self.provider_name, model_name=self.model_name)
+
+    def text_parts(self, item: dict[str, Any]) -> list[TextPart]:
+        return [part for _, part in self.indexed_text_parts(item)]
+
+    def indexed_text_parts(self, item: dict[str, Any]) -> list[tuple[int, TextPart]]:
+        parts: list[tuple[int, TextPart]] = []
+        item_id = as_str(item.get("id"))
+        phase = as_str(item.get("phase"))
+        content = item.get("content")
+        for index, entry in enumerate(content if isinstance(content, list) else ()):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            info = as_dict(entry)
+            kind = info.get("type")
+            if kind == "output_text":
+                text = info.get("text")
+                if not isinstance(text, str):
+                    raise self.fail("an output_text item has no text")
+                annotations = info.get("annotations")
+                citations: list[dict[str, Any]] | None = None
+                if isinstance(annotations, list) and annotations:
+                    citations = [as_dict(a) for a in annotations if isinstance(a, dict)]  # pyright: ignore[reportUnknownVariableType]
+                parts.append(
+                    (
+                        index,
+                        TextPart(
+                            content=text,
+                            id=item_id,
+                            provider_name=self.provider_name if item_id else None,
+                            provider_details={"phase": phase} if phase else None,
+                            citations=citations or None,
+                        ),
+                    )
+                )
+            elif kind == "refusal":
+                refusal = as_str(info.get("refusal"))
+                if refusal:
+                    self.refusals.append(refusal)
+        return parts
+
+    def thinking(self, item: dict[str, Any]) -> ThinkingPart:
+        summaries = [
+            text
+            for entry in as_list(item.get("summary"))
+            if (text := as_str(as_dict(entry).get("text"))) is not None
+        ]
+        raw = [
+            text
+            for entry in as_list(item.get("content"))
+            if as_dict(entry).get("type") == "reasoning_text"
+            and (text := as_str(as_dict(entry).get("text"))) is not None
+        ]
+        details: dict[str, Any] = {}
+        if summaries:
+            content = "\n\n".join(summaries)
+            if len(summaries) > 1:
+                details["summary"] = summaries
+            if raw:
+                details["reasoning_text"] = "".join(raw)
+        else:
+            content = "".join(raw)
+            if raw:
+                details["source"] = "reasoning_text"
+        return ThinkingPart(
+            content=content,
+            id=as_str(item.get("id")),
+            signature=as_str(item.get("encrypted_content")),
+            provider_name=self.provider_name,
+            provider_details=details or None,
+        )
+
+    def tool_call(self, item: dict[str, Any]) -> ToolCallPart:
+        name = as_str(item.get("name"))
+        if not name:
+            raise self.fail("a function_call item has no name")
+        arguments = item.get("arguments")
+        if arguments is not None and not isinstance(arguments, str | dict):
+            raise self.fail("a function_call item's arguments are not a JSON string")
+        call_id = as_str(item.get("call_id")) or as_str(item.get("id"))
+        if not call_id:
+            raise self.fail("a function_call item has no call_id")
+        self.has_function_call = True
+        return ToolCallPart(
+            tool_name=name,
+            args=arguments,  # pyright: ignore[reportUnknownArgumentType]
+            tool_call_id=call_id,
+            id=as_str(item.get("id")),
+            provider_name=self.provider_name,
+        )
+
+    def native(self, item: dict[str, Any], kind: str) -> list[ModelResponsePart]:
+        item_id = as_str(item.get("id")) or ""
+        status = as_str(item.get("status"))
+        provider = self.provider_name
+        if kind == "mcp_call" or kind == "mcp_list_tools":
+            label = as_str(item.get("server_label")) or "unknown"
+            tool_name = f"mcp_server:{label}"
+            if kind == "mcp_call":
+                args: Any = {
+                    "action": "call_tool",
+                    "tool_name": item.get("name"),
+                    "tool_args": item.get("arguments"),
+                }
+                result: Any = {"output": item.get("output"), "error": item.get("error")}
+            else:
+                args = {"action": "list_tools"}
+                result = {"tools": item.get("tools"), "error": item.get("error")}
+        else:
+            tool_name = NATIVE_TOOL_NAMES[kind]
+            if kind == "web_search_call":
+                action = as_dict(item.get("action"))
+                args = action or None
+                result = (
+                    {"status": status, "sources": action.get("sources")}
+                    if action.get("sources")
+                    else {"status": status}
+                )
+            elif kind == "code_interpreter_call":
+                args = {"code": item.get("code"), "container_id": item.get("container_id")}
+                result = {"status": status, "outputs": item.get("outputs")}
+            elif kind == "file_search_call":
+                args = {"queries": item.get("queries")}
+                result = {"status": status, "results": item.get("results")}
+            else:
+                args = {
+                    k: item[k] for k in ("size", "quality", "output_format", "background") if k in item
+                } or None
+                result = {"status": status, "revised_prompt": item.get("revised_prompt")}
+        parts: list[ModelResponsePart] = [
+            NativeToolCallPart(
+                tool_name=tool_name,
+                args=args,
+                tool_call_id=item_id,
+                id=item_id or None,
+                provider_name=provider,
+                provider_details={"item": _without_large_payload(item, kind)},
+            ),
+            NativeToolReturnPart(
+                tool_name=tool_name,
+                content=result,
+                tool_call_id=item_id,
+                provider_name=provider,
+                outcome="failed" if status == "failed" else "success",
+            ),
+        ]
+        if kind == "image_generation_call":
+            data = item.get("result")
+            if isinstance(data, str) and data:
+                try:
+                    raw = base64.b64decode(data, validate=True)
+                except (binascii.Error, ValueError):
+                    raise self.fail("a generated image is not valid base64") from None
+                fmt = as_str(item.get("output_format")) or "png"
+                parts.append(
+                    FilePart(
+                        content=BinaryContent(data=raw, media_type=f"image/{fmt}"),
+                        id=item_id or None,
+                        provider_name=provider,
+                    )
+                )
+        return parts
+
+    def compaction(self, item: dict[str, Any]) -> CompactionPart:
+        encrypted = as_str(item.get("encrypted_content"))
+        return CompactionPart(
+            id=as_str(item.get("id")),
+            provider_name=self.provider_name,
+            provider_details={"encrypted_content": encrypted} if encrypted else None,
+        )
+
+    def parts(self, item: dict[str, Any]) -> list[ModelResponsePart]:
+        kind = item.get("type")
+        if kind == "message":
+            return list(self.text_parts(item))
+        if kind == "reasoning":
+            return [self.thinking(item)]
+        if kind == "function_call":
+            return [self.tool_call(item)]
+        if kind in NATIVE_TOOL_NAMES or kind in ("mcp_call", "mcp_list_tools"):
+            assert isinstance(kind, str)
+            return self.native(item, kind)
+        if kind == "compaction":
+            return [self.compaction(item)]
+        return []  # unknown item types (new provider features) are ignored, not fatal
+
+
+def _without_large_payload(item: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The item as replayed later; a generated image's bytes live in the file part, not twice."""
+    if kind == "image_generation_call" and "result" in item:
+        return {k: v for k, v in item.items() if k != "result"}
+    return item
+
+
+def _finish(status: str | None, incomplete: Any, has_calls: bool, refused: bool) -> tuple[Any, str | None]:
+    reason = as_str(as_dict(incomplete).get("reason"))
+    if refused:
+        return "content_filter", status
+    if status == "completed" or status is None:
+        # A missing status (e.g. the compaction endpoint's result) describes a finished object.
+        return ("tool_call" if has_calls else "stop"), status
+    if status == "incomplete":
+        normalized = {"max_output_tokens": "length", "content_filter": "content_filter"}.get(
+            reason or "", "other"
+        )
+        return normalized, reason or status
+    if status == "cancelled":
+        return "error", status
+    return "other", status
+
+
+def _complete(
+    response: _Response,
+    parts: list[ModelResponsePart],
+    items: _Items,
+    *,
+    model_name: str | None,
+    provider_name: str,
+) -> ModelResponse:
+    status = as_str(response.status)
+    if status == "failed" or (response.error is not None and status not in ("completed", "incomplete")):
+        raise in_band_error(
+            response.error, provider_name=provider_name, model_name=model_name, where="the response failed"
+        )
+    if status in ("queued", "in_progress"):
+        raise ResponseDecodeError(
+            f"the response is still {status}; poll it until it completes (background mode is not a finished answer)",
+            provider_name=provider_name,
+            model_name=model_name,
+        )
+    refusal = "".join(items.refusals) or None
+    finish, raw = _finish(status, response.incomplete_details, items.has_function_call, refusal is not None)
+    details: dict[str, Any] = {}
+    if raw is not None:
+        details["finish_reason"] = raw
+    if isinstance(response.service_tier, str):
+        details["service_tier"] = response.service_tier
+    if refusal:
+        details["refusal"] = refusal
+    result = ModelResponse(
+        parts=parts,
+        usage=map_usage(response.usage) or RequestUsage(cache_reported=False),
+        model_name=as_str(response.model) or model_name,
+        provider_name=provider_name,
+        provider_details=details or None,
+        provider_response_id=as_str(response.id),
+        finish_reason=finish,
+        state="incomplete" if status in ("incomplete", "cancelled") else "complete",
+    )
+    created = timestamp(response.created_at)
+    if created is not None:
+        result.timestamp = created
+    return result
+
+
+def decode_response(
+    body: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+) -> ModelResponse:
+    """Decode a buffered Responses API response body.
+
+    Raises `ResponseDecodeError` for malformed input, an unfinished (queued / in-progress)
+    response or one without output, and the typed error of a failed response.
+    """
+    response = decode_json(
+        body,
+        _Response,
+        bounded_json.PROVIDER_RESPONSE,
+        "the Responses API response",
+        provider_name=provider_name,
+        model_name=model_name,
+    )
+    try:
+        if response.error is not None and response.output is None and response.object != "response":
+            # A bare `{"error": ...}` document: an error body that arrived with a success status.
+            raise in_band_error(
+                response.error,
+                provider_name=provider_name,
+                model_name=model_name,
+                where="the response body holds an error",
+                default=ErrorCategory.BAD_REQUEST,
+            )
+        if not isinstance(response.output, list):
+            raise ResponseDecodeError(
+                "the response has no output list", provider_name=provider_name, model_name=model_name
+            )
+        items = _Items(provider_name, model_name)
+        parts: list[ModelResponsePart] = []
+        for item in response.output:  # pyright: ignore[reportUnknownVariableType]
+            parts.extend(items.parts(as_dict(item)))
+        return _complete(response, parts, items, model_name=model_name, provider_name=provider_name)
+    except ProviderError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise shape_errors("the Responses API response", provider_name, model_name)(exc) from exc
+
+
+class _Event(msgspec.Struct):
+    type: Any = None
+    delta: Any = None
+    item_id: Any = None
+    output_index: Any = None
+    content_index: Any = None
+    summary_index: Any = None
+    item: Any = None
+    response: _Response | None = None
+    arguments: Any = None
+    annotation: Any = None
+    code: Any = None
+    message: Any = None
+    error: Any = None
+
+
+class ResponsesStreamDecoder:
+    """Turns the events of a streamed Responses API response into ferrule stream events.
+
+    Feed each SSE event's data with [`feed`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.feed],
+    then call [`finish`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.finish]
+    at the end of the body. Unknown event types are ignored; `response.failed` and `error` events
+    raise their typed error at once. Each finished output item (`response.output_item.done`) is
+    authoritative: text or arguments that were not streamed as deltas are taken from it.
+    """
+
+    def __init__(self, *, model_name: str | None = None, provider_name: str = OPENAI) -> None:
+        self.model_name = model_name
+        """The requested model (the provider's own name for it replaces it once reported)."""
+        self.provider_name = provider_name
+        """The provider, recorded on the response and its parts."""
+        self._builder = ResponseBuilder()
+        self._items = _Items(provider_name, model_name)
+        self._final: _Response | None = None
+        self._index: dict[Any, int] = {}
+        self._streamed_args: set[str] = set()
+        self._summary_index: dict[str, int] = {}
+        self._text_extras: dict[int, tuple[Any, TextPart]] = {}
+        self._annotations: dict[Any, list[dict[str, Any]]] = {}
+        self._seen_items = False
+        self._added: set[str] = set()
+        self._done: set[str] = set()
+        self._finished = False
+
+    @property
+    def completed(self) -> bool:
+        """Whether `response.completed` (or `response.incomplete`) arrived."""
+        return self._final is not None
+
+    def feed_event(self, event: SseEvent) -> list[ModelStreamEvent]:
+        """Decode one parsed server-sent event."""
+        return self.feed(event.data)
+
+    def feed(self, data: str) -> list[ModelStreamEvent]:
+        """Decode one event's `data` and return the stream events it produces."""
+        if self._finished:
+            raise ResponseDecodeError(
+                "the stream continued after it was finished",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        stripped = data.strip()
+        if not stripped or stripped == "[DONE]":
+            return []
+        event = decode_json(
+            data,
+            _Event,
+            bounded_json.STREAM_EVENT,
+            "a Responses stream event",
+            provider_name=self.provider_name,
+            model_name=self.model_name,
+        )
+        try:
+            return self._event(event)
+        except ProviderError:
+            raise
+        except SHAPE_ERRORS as exc:
+            raise shape_errors("a Responses stream event", self.provider_name, self.model_name)(exc) from exc
+
+    def _track(self, key: Any, events: list[ModelStreamEvent]) -> list[ModelStreamEvent]:
+        """Remember the index of the part `key` started, if these events started one."""
+        if key not in self._index:
+            for event in events:
+                if isinstance(event, PartStartEvent):
+                    self._index[key] = event.index
+                    break
+        return events
+
+    @staticmethod
+    def _item_key(event: _Event) -> str:
+        return as_str(event.item_id) or f"#{event.output_index}"
+
+    def _event(self, event: _Event) -> list[ModelStreamEvent]:
+        kind = event.type
+        if not isinstance(kind, str):
+            return []
+        builder = self._builder
+        if kind == "error":
+            info = as_dict(event.error) or {"code": event.code, "message": event.message}
+            raise in_band_error(
+                info,
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+                where="the stream reported an error",
+            )
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            return self._terminal(kind, event)
+        if kind == "response.output_text.delta":
+            delta = as_str(event.delta)
+            if not delta:
+                return []
+            item_id = as_str(event.item_id)
+            key = (
+                "text",
+                self._item_key(event),
+                event.content_index if isinstance(event.content_index, int) else 0,
+            )
+            provider = self.provider_name if item_id else None
+            return self._track(key, builder.text(delta, key=key, id=item_id, provider_name=provider))
+        if kind == "response.output_text.annotation.added":
+            annotation = as_dict(event.annotation)
+            if annotation:
+                index = event.content_index if isinstance(event.content_index, int) else 0
+                self._annotations.setdefault(("text", self._item_key(event), index), []).append(annotation)
+            return []
+        if kind == "response.refusal.delta":
+            delta = as_str(event.delta)
+            if delta:
+                self._items.refusals.append(delta)
+            return []
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            delta = as_str(event.delta)
+            if not delta:
+                return []
+            item_key = self._item_key(event)
+            if kind == "response.reasoning_summary_text.delta":
+                index = event.summary_index if isinstance(event.summary_index, int) else 0
+                previous = self._summary_index.get(item_key)
+                if previous is not None and index != previous:
+                    delta = "\n\n" + delta
+                self._summary_index[item_key] = index
+            key = ("reasoning", item_key)
+            return self._track(
+                key,
+                builder.thinking(delta, key=key, id=as_str(event.item_id), provider_name=self.provider_name),
+            )
+        if kind == "response.function_call_arguments.delta":
+            delta = as_str(event.delta)
+            if not delta:
+                return []
+            item_key = self._item_key(event)
+            self._streamed_args.add(item_key)
+            return self._track(("call", item_key), builder.tool_call(key=("call", item_key), args=delta))
+        if kind == "response.output_item.added":
+            self._seen_items = True
+            item = as_dict(event.item)
+            self._added.add(as_str(item.get("id")) or f"#{event.output_index}")
+            if item.get("type") != "function_call":
+                return []
+            item_key = as_str(item.get("id")) or f"#{event.output_index}"
+            key = ("call", item_key)
+            return self._track(
+                key,
+                builder.tool_call(
+                    key=key,
+                    tool_name=as_str(item.get("name")),
+                    tool_call_id=as_str(item.get("call_id")) or as_str(item.get("id")),
+                    id=as_str(item.get("id")),
+                    provider_name=self.provider_name,
+                ),
+            )
+        if kind == "response.output_item.done":
+            self._seen_items = True
+            item = as_dict(event.item)
+            return self._item_done(item, as_str(item.get("id")) or f"#{event.output_index}")
+        return []  # every other event kind carries nothing the final response needs
+
+    def _terminal(self, kind: str, event: _Event) -> list[ModelStreamEvent]:
+        status = kind.rsplit(".", 1)[1]
+        response = event.response or _Response(status=status)
+        if kind == "response.failed":
+            raise in_band_error(
+                response.error,
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+                where="the response failed",
+            )
+        if self._final is not None:
+            raise ResponseDecodeError(
+                "the stream completed twice", provider_name=self.provider_name, model_name=self.model_name
+            )
+        if response.status is None:
+            response.status = status
+        self._final = response
+        events: list[ModelStreamEvent] = []
+        if isinstance(response.output, list):
+            # Items that were announced but never finished (and, from proxies that send only the
+            # final event, every item) are completed from the final response's output.
+            for index, raw in enumerate(as_list(response.output)):
+                item = as_dict(raw)
+                key = as_str(item.get("id")) or f"#{index}"
+                if key in self._done or (self._seen_items and key not in self._added):
+                    continue
+                events.extend(self._item_done(item, key))
+        return events
+
+    def _item_done(self, item: dict[str, Any], item_key: str) -> list[ModelStreamEvent]:
+        builder = self._builder
+        self._done.add(item_key)
+        kind = item.get("type")
+        events: list[ModelStreamEvent] = []
+        if kind == "message":
+            for index, part in self._items.indexed_text_parts(item):
+                key = ("text", item_key, index)
+                if key not in self._index and part.content:
+                    events.extend(
+                        self._track(
+                            key,
+                            builder.text(part.content, key=key, id=part.id, provider_name=part.provider_name),
+                        )
+                    )
+                events.extend(builder.end(key))
+                if key in self._index:
+                    self._text_extras[self._index[key]] = (key, part)
+            return events
+        if kind == "reasoning":
+            part = self._items.thinking(item)
+            key = ("reasoning", item_key)
+            streamed = key in self._index
+            events.extend(
+                self._track(
+                    key,
+                    builder.thinking(
+                        None if streamed else part.content or None,
+                        key=key,
+                        signature=part.signature,
+                        id=part.id,
+                        provider_name=self.provider_name,
+                        provider_details=part.provider_details,
+                    ),
+                )
+            )
+            events.extend(builder.end(key))
+            return events
+        if kind == "function_call":
+            part = self._items.tool_call(item)
+            key = ("call", item_key)
+            started = key in self._index
+            events.extend(
+                self._track(
+                    key,
+                    builder.tool_call(
+                        key=key,
+                        tool_name=None if started else part.tool_name,
+                        args=None if item_key in self._streamed_args else part.args,
+                        tool_call_id=part.tool_call_id,
+                        id=part.id,
+                        provider_name=self.provider_name,
+                    ),
+                )
+            )
+            events.extend(builder.end(key))
+            return events
+        for part in self._items.parts(item):
+            events.extend(builder.add(part))
+        return events
+
+    def finish(self) -> list[ModelStreamEvent]:
+        """End of the body: the remaining part-end events and the `ResponseCompleted` event.
+
+        Raises `ResponseDecodeError` when the stream ended before `response.completed` or
+        `response.incomplete`.
+        """
+        if self._finished:
+            raise ResponseDecodeError(
+                "the stream was already finished",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        self._finished = True
+        if self._final is None:
+            raise ResponseDecodeError(
+                "the stream ended before response.completed; the response is incomplete",
+                provider_name=self.provider_name,
+                model_name=self.model_name,
+            )
+        events = self._builder.finish()
+        parts = self._builder.parts
+        for key, found in self._annotations.items():
+            index = self._index.get(key)
+            if index is not None and index not in self._text_extras:
+                part = parts[index]
+                if isinstance(part, TextPart):
+                    part.citations = found
+        for index, (key, done) in self._text_extras.items():
+            part = parts[index]
+            if isinstance(part, TextPart):
+                part.citations = done.citations or self._annotations.get(key)
+                part.provider_details = done.provider_details
+        for part in parts:
+            if isinstance(part, ToolCallPart) and not part.tool_name:
+                raise ResponseDecodeError(
+                    "a streamed function call has no name",
+                    provider_name=self.provider_name,
+                    model_name=self.model_name,
+                )
+        response = _complete(
+            self._final, parts, self._items, model_name=self.model_name, provider_name=self.provider_name
+        )
+        events.append(ResponseCompleted(response))
+        return events
+
+
+def decode_stream(
+    data: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+) -> ModelResponse:
+    """Decode the raw SSE text of a streamed Responses API response through `ResponsesStreamDecoder`."""
+    decoder = ResponsesStreamDecoder(model_name=model_name, provider_name=provider_name)
+    parser = SseParser()
+    for event in parser.feed(data):
+        decoder.feed_event(event)
+    for event in parser.close():
+        decoder.feed_event(event)
+    completed = decoder.finish()[-1]
+    assert isinstance(completed, ResponseCompleted)
+    return completed.response

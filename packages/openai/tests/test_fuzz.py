@@ -1,0 +1,236 @@
+"""Fuzz the Chat Completions and Responses decoders, seeded with real recorded bodies.
+
+Each example takes a recorded body (buffered JSON or the SSE text of a stream) and damages it:
+byte-level edits (truncation, flipped, inserted and deleted bytes) or structural edits (a JSON
+value anywhere in the document, or in one stream event, replaced by arbitrary JSON; events dropped
+or duplicated). The decoder must either succeed or raise `ResponseDecodeError`; the only other
+allowed outcome is the typed error of an `error` object the damaged document really contains.
+Example counts are bounded and the runs are derandomized, so the suite stays fast and repeatable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferrule.core.errors import ProviderError, ResponseDecodeError
+from ferrule.core.messages import ModelResponse
+from ferrule.providers.openai import chat_codec, responses_codec
+from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+
+pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
+
+DIRS = (
+    "models/cassettes/test_openai",
+    "models/cassettes/test_openai_responses",
+    "models/cassettes/test_groq",
+    "models/cassettes/test_openrouter",
+    "models/cassettes/test_deepseek",
+    "models/cassettes/test_deepseek_responses",
+    "models/cassettes/test_zai",
+    "models/cassettes/test_tool_choice_matrix",
+)
+MAX_SEED_BYTES = 64 * 1024  # keeps each example fast; large bodies add nothing the small ones lack
+
+
+def _seeds(api: str, stream: bool) -> list[bytes]:
+    seeds: list[bytes] = []
+    if cassette_root() is None:
+        return [b"{}"]
+    for it in iter_interactions(*DIRS):
+        path = urlparse(it.uri).path
+        kind = (
+            "chat"
+            if path.endswith("/chat/completions")
+            else "responses"
+            if path.endswith("/responses")
+            else None
+        )
+        if (
+            kind == api
+            and it.is_stream == stream
+            and it.status == 200
+            and len(it.response_bytes) <= MAX_SEED_BYTES
+        ):
+            seeds.append(it.response_bytes)
+    return seeds
+
+
+def _json_seeds(seeds: list[bytes]) -> list[bytes]:
+    """The seeds that are JSON documents (a few recordings are deliberately not)."""
+    valid: list[bytes] = []
+    for seed in seeds:
+        try:
+            json.loads(seed)
+        except ValueError:
+            continue
+        valid.append(seed)
+    return valid or [b"{}"]
+
+
+CHAT_BUFFERED = _seeds("chat", False)
+CHAT_STREAM = _seeds("chat", True)
+RESPONSES_BUFFERED = _seeds("responses", False)
+RESPONSES_STREAM = _seeds("responses", True)
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@st.composite
+def byte_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
+    data = bytearray(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "duplicate"]))
+        position = draw(st.integers(0, max(len(data) - 1, 0)))
+        if op == "truncate":
+            del data[position:]
+        elif op == "flip" and data:
+            data[position] = draw(st.integers(0, 255))
+        elif op == "insert":
+            data[position:position] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete":
+            del data[position : position + draw(st.integers(1, 16))]
+        elif op == "duplicate":
+            data[position:position] = data[position : position + draw(st.integers(1, 64))]
+    return bytes(data)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            found.extend(_paths(sub, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, sub in enumerate(value):
+            found.extend(_paths(sub, (*prefix, index)))
+    return found
+
+
+def _replace(document: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+@st.composite
+def json_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
+    document = json.loads(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(document)
+        document = _replace(document, draw(st.sampled_from(paths)), draw(JSON))
+    return json.dumps(document).encode()
+
+
+@st.composite
+def stream_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
+    text = draw(st.sampled_from(seeds)).decode()
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    op = draw(st.sampled_from(["event", "drop", "duplicate", "truncate"]))
+    index = draw(st.integers(0, len(blocks) - 1))
+    if op == "drop":
+        del blocks[index]
+    elif op == "duplicate":
+        blocks.insert(index, blocks[index])
+    elif op == "truncate":
+        del blocks[index:]
+    else:
+        lines = blocks[index].split("\n")
+        for position, line in enumerate(lines):
+            if line.startswith("data:") and "[DONE]" not in line:
+                document = json.loads(line[5:])
+                paths = _paths(document)
+                document = _replace(document, draw(st.sampled_from(paths)), draw(JSON))
+                lines[position] = "data: " + json.dumps(document)
+        blocks[index] = "\n".join(lines)
+    return ("\n\n".join(blocks) + "\n\n").encode()
+
+
+def _must_succeed_or_fail_typed(decode: Any, data: bytes) -> None:
+    try:
+        result = decode(data)
+    except ResponseDecodeError:
+        return
+    except ProviderError:
+        # An in-band error is only legitimate when the damaged document still holds an error report.
+        assert b"error" in data or b"failed" in data
+        return
+    assert isinstance(result, ModelResponse)
+
+
+@FUZZ
+@given(byte_damage(CHAT_BUFFERED))
+def test_chat_buffered_bytes(data: bytes) -> None:
+    _must_succeed_or_fail_typed(chat_codec.decode_response, data)
+
+
+@FUZZ
+@given(json_damage(_json_seeds(CHAT_BUFFERED)))
+def test_chat_buffered_structure(data: bytes) -> None:
+    _must_succeed_or_fail_typed(chat_codec.decode_response, data)
+
+
+@FUZZ
+@given(byte_damage(CHAT_STREAM))
+def test_chat_stream_bytes(data: bytes) -> None:
+    _must_succeed_or_fail_typed(chat_codec.decode_stream, data)
+
+
+@FUZZ
+@given(stream_damage(CHAT_STREAM))
+def test_chat_stream_structure(data: bytes) -> None:
+    _must_succeed_or_fail_typed(chat_codec.decode_stream, data)
+
+
+@FUZZ
+@given(byte_damage(RESPONSES_BUFFERED))
+def test_responses_buffered_bytes(data: bytes) -> None:
+    _must_succeed_or_fail_typed(responses_codec.decode_response, data)
+
+
+@FUZZ
+@given(json_damage(_json_seeds(RESPONSES_BUFFERED)))
+def test_responses_buffered_structure(data: bytes) -> None:
+    _must_succeed_or_fail_typed(responses_codec.decode_response, data)
+
+
+@FUZZ
+@given(byte_damage(RESPONSES_STREAM))
+def test_responses_stream_bytes(data: bytes) -> None:
+    _must_succeed_or_fail_typed(responses_codec.decode_stream, data)
+
+
+@FUZZ
+@given(stream_damage(RESPONSES_STREAM))
+def test_responses_stream_structure(data: bytes) -> None:
+    _must_succeed_or_fail_typed(responses_codec.decode_stream, data)
+
+
+def test_seeds_are_real_recordings() -> None:
+    for seeds in (CHAT_BUFFERED, CHAT_STREAM, RESPONSES_BUFFERED, RESPONSES_STREAM):
+        assert len(seeds) >= 3
