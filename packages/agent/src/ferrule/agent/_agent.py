@@ -1,0 +1,719 @@
+"""`Agent`: configuration built once, and the entry points that all drive the same loop."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from types import UnionType
+from typing import Any, Generic, Literal, TypeAlias, cast, overload
+
+import anyio
+from typing_extensions import TypeVar
+
+from ferrule.core.errors import UserError
+from ferrule.core.messages import Message, ModelRequest, UserContent, UserPromptPart
+from ferrule.core.model import Model, ToolDefinition
+from ferrule.core.profile import ModelProfile
+from ferrule.core.retry import RetryPolicy
+from ferrule.core.settings import ModelSettings, merge_settings
+from ferrule.core.usage import RunUsage, UsageLimits
+
+from ._deferred import Decision, Paused, PausedState, ResumeDecisions, check_decisions
+from ._instrument import InstrumentationSettings, Tracer
+from ._output import (
+    NativeOutput,
+    OutputPlan,
+    OutputSpecInfo,
+    PromptedOutput,
+    StructuredDict,
+    TextOutput,
+    ToolOutput,
+    build_plan,
+    normalize_spec,
+    resolve_mode,
+)
+from ._result import AgentRun, AgentRunResult, StreamedRunResult, drive_stream
+from ._run import Run, new_run_id
+from ._tools import Tool, ToolLimits, as_tool
+from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
+
+__all__ = ["Agent", "EndStrategy"]
+
+DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=str)
+
+EndStrategy: TypeAlias = Literal["graceful", "early", "exhaustive"]
+"""What happens to other calls of a response that also produced the final output.
+
+`graceful` (default): calls before the first successful output call run, later ones are skipped.
+`early`: output calls are tried first; if one succeeds, every other call is skipped.
+`exhaustive`: every call runs; the first successful output call (by call order) wins.
+"""
+
+InstructionsFn: TypeAlias = Callable[..., "str | Awaitable[str | None] | None"]
+"""A dynamic instruction: `fn(ctx)` or `fn()`, sync or async, returning text (or `None`)."""
+
+_DEFAULT_LIMITS = UsageLimits()
+_NO_SETTINGS = ModelSettings()
+
+
+def _merged(*layers: ModelSettings | None) -> ModelSettings:
+    present = [layer for layer in layers if layer is not None]
+    if not present:
+        return _NO_SETTINGS  # frozen, so one shared instance is safe
+    if len(present) == 1:
+        return present[0]
+    return merge_settings(*present)
+
+
+_NONE_TYPE: Any = type(None)
+
+
+def _takes_ctx(fn: Callable[..., Any], arity_with_ctx: int) -> bool:
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= arity_with_ctx
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+class _AgentCore:
+    """The per-agent state the loop reads: built once and updated when tools are added."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        output_info: OutputSpecInfo,
+        retries: int,
+        output_retries: int,
+        tool_limits: ToolLimits,
+        end_strategy: EndStrategy,
+        retry_policy: RetryPolicy,
+        tracer: Tracer | None,
+    ) -> None:
+        self.name = name
+        self.output_info = output_info
+        self.retries = retries
+        self.output_retries = output_retries
+        self.tool_limits = tool_limits
+        self.end_strategy: EndStrategy = end_strategy
+        self.retry_policy = retry_policy
+        self.tracer = tracer
+        self.tools: dict[str, Tool[Any]] = {}
+        self.tool_defs: tuple[ToolDefinition, ...] = ()
+        self.has_prepare = False
+        self._limits: dict[str, ToolLimits] = {}
+        self.output_validators: list[tuple[Callable[..., Any], bool, bool]] = []
+        self.history_processors: list[tuple[Callable[..., Any], bool, bool]] = []
+        self._plans: dict[str, OutputPlan] = {}
+        self._by_profile: dict[int, tuple[ModelProfile, OutputPlan]] = {}
+
+    def add_tool(self, tool: Tool[Any]) -> None:
+        if tool.name in self.tools:
+            raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered on this agent")
+        self.tools[tool.name] = tool
+        self._limits[tool.name] = self.tool_limits.tightened(tool.limits, tool.timeout)
+        self.tool_defs = (*self.tool_defs, tool.definition)
+        self.has_prepare = self.has_prepare or tool.prepare is not None
+        self._plans.clear()
+        self._by_profile.clear()
+
+    def limits_for(self, tool: Tool[Any]) -> ToolLimits:
+        return self._limits[tool.name]
+
+    def max_retries_for(self, tool: Tool[Any]) -> int:
+        return self.retries if tool.max_retries is None else tool.max_retries
+
+    def plan_for(self, model: Model) -> OutputPlan:
+        profile = model.profile
+        cached = self._by_profile.get(id(profile))
+        if cached is not None and cached[0] is profile:
+            return cached[1]
+        plan = self._plan_for(model, profile)
+        if len(self._by_profile) > 64:  # profiles are normally few and long-lived; stay bounded anyway
+            self._by_profile.clear()
+        self._by_profile[id(profile)] = (profile, plan)
+        return plan
+
+    def _plan_for(self, model: Model, profile: ModelProfile) -> OutputPlan:
+        mode = resolve_mode(self.output_info, profile, model.system)
+        key = f"{mode}:{profile.supports_json_object_output}"
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = build_plan(self.output_info, mode, profile)
+            clash = [d.name for d in plan.tool_defs if d.name in self.tools]
+            if clash:
+                raise ToolDefinitionError(
+                    f"the output tool name {clash[0]!r} clashes with a function tool; rename one of them"
+                )
+            self._plans[key] = plan
+        return plan
+
+
+class Agent(Generic[DepsT, OutputT]):
+    """An agent: a model, instructions, tools and an output type, run by one loop.
+
+    Build it once and reuse it: schemas, validators and output plans are prepared here, not per
+    run. `run`, `run_sync`, `run_stream`, `iter`, `run_until_pause` and `resume` all drive the same
+    loop.
+    """
+
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        *,
+        output_type: type[OutputT]
+        | ToolOutput[OutputT]
+        | NativeOutput[OutputT]
+        | PromptedOutput[OutputT]
+        | TextOutput[OutputT]
+        | StructuredDict
+        | Sequence[Any]
+        | UnionType
+        | Callable[..., OutputT] = str,  # pyright: ignore[reportAssignmentType]
+        instructions: str | InstructionsFn | Sequence[str | InstructionsFn] | None = None,
+        deps_type: type[DepsT] = _NONE_TYPE,  # pyright: ignore[reportAssignmentType]
+        name: str | None = None,
+        model_settings: ModelSettings | None = None,
+        retries: int = 1,
+        output_retries: int | None = None,
+        tools: Sequence[Tool[DepsT] | Callable[..., Any]] = (),
+        usage_limits: UsageLimits | None = None,
+        end_strategy: EndStrategy = "graceful",
+        tool_limits: ToolLimits | None = None,
+        run_timeout: float | None = None,
+        retry_policy: RetryPolicy | None = None,
+        history_processors: Sequence[Callable[..., Any]] = (),
+        output_validators: Sequence[Callable[..., Any]] = (),
+        instrument: bool | InstrumentationSettings = False,
+    ) -> None:
+        if retries < 0:
+            raise UserError(f"retries must be >= 0, got {retries}")
+        if output_retries is not None and output_retries < 0:
+            raise UserError(f"output_retries must be >= 0, got {output_retries}")
+        if end_strategy not in ("graceful", "early", "exhaustive"):
+            raise UserError(f"end_strategy must be 'graceful', 'early' or 'exhaustive', got {end_strategy!r}")
+        if run_timeout is not None and (not math.isfinite(run_timeout) or run_timeout <= 0):
+            raise UserError(f"run_timeout must be a positive number of seconds, got {run_timeout!r}")
+        self.name = name or "agent"
+        """The agent's name (used in telemetry)."""
+        self.deps_type = deps_type
+        """The type of the dependencies runs receive (for type checking only)."""
+        self.model_settings = model_settings
+        """Agent-level settings, merged over the model's and under each run's."""
+        self.usage_limits = usage_limits
+        """Default usage limits of a run."""
+        self.run_timeout = run_timeout
+        """Seconds one invocation may take; runs may tighten it with `timeout=`."""
+        self._model = model
+        self._resolved: Model | None = model if isinstance(model, Model) else None
+        self._by_name: dict[str, Model] = {}  # run(model="provider:name") resolves each string once
+        self._static_instructions: list[str] = []
+        self._dynamic_instructions: list[tuple[Callable[..., Any], bool, bool]] = []
+        tracer: Tracer | None = None
+        if instrument:
+            settings = (
+                instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
+            )
+            tracer = Tracer(settings, self.name)
+        self._core = _AgentCore(
+            name=self.name,
+            output_info=normalize_spec(output_type),
+            retries=retries,
+            output_retries=retries if output_retries is None else output_retries,
+            tool_limits=tool_limits or ToolLimits(),
+            end_strategy=end_strategy,
+            retry_policy=retry_policy or RetryPolicy(),
+            tracer=tracer,
+        )
+        if instructions is not None:
+            items: Sequence[Any] = (
+                [instructions] if isinstance(instructions, str) or callable(instructions) else instructions
+            )
+            for item in items:
+                self._add_instruction(item)
+        for item in tools:
+            self._core.add_tool(as_tool(item))
+        for processor in history_processors:
+            self._core.history_processors.append((processor, _takes_ctx(processor, 2), _is_async(processor)))
+        for validator in output_validators:
+            self.output_validator(validator)
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, model={self._model!r}, tools={list(self._core.tools)})"
+
+    # --- configuration ------------------------------------------------------------------------------
+
+    def _add_instruction(self, item: str | InstructionsFn) -> None:
+        if isinstance(item, str):
+            if item:
+                self._static_instructions.append(item)
+        elif callable(item):
+            self._dynamic_instructions.append((item, _takes_ctx(item, 1), _is_async(item)))
+        else:
+            raise UserError(f"instructions must be strings or functions, got {item!r}")
+
+    def instructions(self, fn: InstructionsFn) -> InstructionsFn:
+        """Decorator: add a dynamic instruction `fn(ctx)` (or `fn()`), evaluated once per run."""
+        self._add_instruction(fn)
+        return fn
+
+    def output_validator(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: add an output validator `fn(ctx, output)` (or `fn(output)`), run in order.
+
+        It returns the (possibly transformed) output or raises `ModelRetry`. Validators run inline on
+        the event loop: keep them fast, or make them async.
+        """
+        self._core.output_validators.append((fn, _takes_ctx(fn, 2), _is_async(fn)))
+        return fn
+
+    @overload
+    def tool(self, fn: Callable[..., Any], /) -> Callable[..., Any]: ...
+    @overload
+    def tool(self, /, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Decorator: register a tool whose first parameter is a `RunContext`. Options as for `Tool`."""
+        return self._register(fn, True, options)
+
+    @overload
+    def tool_plain(self, fn: Callable[..., Any], /) -> Callable[..., Any]: ...
+    @overload
+    def tool_plain(self, /, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+    def tool_plain(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Decorator: register a tool without a `RunContext` parameter. Options as for `Tool`."""
+        return self._register(fn, False, options)
+
+    def _register(self, fn: Callable[..., Any] | None, takes_ctx: bool, options: dict[str, Any]) -> Any:
+        def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+            self._core.add_tool(Tool(function, takes_ctx=takes_ctx, **options))
+            return function
+
+        return decorate(fn) if fn is not None else decorate
+
+    def add_tool(self, tool: Tool[DepsT] | Callable[..., Any]) -> None:
+        """Register a tool (a `Tool` or a function)."""
+        self._core.add_tool(as_tool(tool))
+
+    @property
+    def tools(self) -> dict[str, Tool[Any]]:
+        """The registered tools by name (read-only view; use `add_tool` to add)."""
+        return dict(self._core.tools)
+
+    @property
+    def model(self) -> Model | str | None:
+        """The default model (instance or `provider:model` string)."""
+        return self._model
+
+    # --- run set-up ---------------------------------------------------------------------------------
+
+    def _resolve_model(self, model: Model | str | None) -> Model:
+        if model is None:
+            if self._resolved is not None:
+                return self._resolved
+            if self._model is None:
+                raise UserError("no model: pass Agent(model=...) or run(..., model=...)")
+            from .models import infer_model
+
+            self._resolved = infer_model(self._model)
+            return self._resolved
+        if isinstance(model, Model):
+            return model
+        resolved = self._by_name.get(model)
+        if resolved is None:
+            from .models import infer_model
+
+            resolved = self._by_name[model] = infer_model(model)
+        return resolved
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        budget = self.run_timeout
+        if timeout is not None:
+            if not math.isfinite(timeout) or timeout <= 0:
+                raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            budget = timeout if budget is None else min(budget, timeout)
+        return None if budget is None else anyio.current_time() + budget
+
+    async def _resolve_instructions(
+        self, run: Run, extra: str | Sequence[str] | None, plan: OutputPlan
+    ) -> str | None:
+        parts: list[str] = list(self._static_instructions)
+        for fn, takes_ctx, is_async in self._dynamic_instructions:
+            value = fn(run.ctx) if takes_ctx else fn()
+            if is_async:
+                value = await value
+            if value:
+                parts.append(cast("str", value))
+        if extra:
+            parts.extend([extra] if isinstance(extra, str) else [e for e in extra if e])
+        if plan.extra_instructions:
+            parts.append(plan.extra_instructions)
+        return "\n\n".join(parts) if parts else None
+
+    async def _start(
+        self,
+        prompt: str | Sequence[UserContent] | None,
+        *,
+        message_history: Sequence[Message] | None,
+        deps: Any,
+        model: Model | str | None,
+        model_settings: ModelSettings | None,
+        usage_limits: UsageLimits | None,
+        instructions: str | Sequence[str] | None,
+        timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        cancellable: bool = False,
+    ) -> Run:
+        model_obj = self._resolve_model(model)
+        plan = self._core.plan_for(model_obj)
+        messages: list[Message] = list(message_history) if message_history else []
+        new_index = len(messages)
+        if prompt is None and not (messages and isinstance(messages[-1], ModelRequest)):
+            raise UserError("give a user prompt, or a message_history that ends with a request")
+        run_id = new_run_id()
+        run = Run(
+            self._core,
+            model=model_obj,
+            plan=plan,
+            deps=deps,
+            messages=messages,
+            new_message_index=new_index,
+            instructions=None,
+            settings=_merged(model_obj.settings, self.model_settings, model_settings),
+            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
+            deadline=self._deadline(timeout),
+            usage=RunUsage(),
+            prompt=prompt,
+            run_id=run_id,
+        )
+        run.cancellable = cancellable
+        try:
+            if self._dynamic_instructions and run.deadline is not None:
+                with anyio.fail_after(max(0.0, run.deadline - anyio.current_time())):
+                    run.instructions = await self._resolve_instructions(run, instructions, plan)
+            else:
+                run.instructions = await self._resolve_instructions(run, instructions, plan)
+        except TimeoutError as exc:
+            from .exceptions import RunTimeoutError
+
+            raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
+        if prompt is not None:
+            content = prompt if isinstance(prompt, str) else list(prompt)
+            messages.append(
+                ModelRequest(
+                    parts=[UserPromptPart(content=content)], instructions=run.instructions, run_id=run_id
+                )
+            )
+        if self._core.tracer is not None:
+            run.start_span()
+        return run
+
+    def _resume_run(
+        self,
+        state: PausedState | Paused | bytes | str,
+        decisions: Mapping[str, Decision] | bytes | str,
+        *,
+        deps: Any,
+        model: Model | str | None,
+        model_settings: ModelSettings | None,
+        usage_limits: UsageLimits | None,
+        timeout: float | None,
+        integrity_key: bytes | None,
+        cancellable: bool = False,
+    ) -> Run:
+        if isinstance(state, Paused):
+            state = state.state
+        elif isinstance(state, (bytes, bytearray, str)):
+            state = PausedState.from_json(state, integrity_key=integrity_key)
+        elif integrity_key is not None:
+            raise PausedStateError(
+                "an integrity key only protects serialized state: pass the JSON bytes to resume, not a PausedState"
+            )
+        else:
+            state.check()
+        if isinstance(decisions, (bytes, bytearray, str)):
+            decisions = ResumeDecisions.from_json(decisions)
+        checked = check_decisions(state, decisions)
+        model_obj = self._resolve_model(model)
+        plan = self._core.plan_for(model_obj)
+        messages = list(state.messages)
+        usage = RunUsage(
+            input_tokens=state.usage.input_tokens,
+            cache_write_tokens=state.usage.cache_write_tokens,
+            cache_read_tokens=state.usage.cache_read_tokens,
+            output_tokens=state.usage.output_tokens,
+            input_audio_tokens=state.usage.input_audio_tokens,
+            cache_audio_read_tokens=state.usage.cache_audio_read_tokens,
+            output_audio_tokens=state.usage.output_audio_tokens,
+            details=dict(state.usage.details),
+            requests=state.usage.requests,
+            tool_calls=state.usage.tool_calls,
+            cost_nano_usd=state.usage.cost_nano_usd,
+        )
+        run = Run(
+            self._core,
+            model=model_obj,
+            plan=plan,
+            deps=deps,
+            messages=messages,
+            new_message_index=state.new_message_index,
+            instructions=state.instructions,
+            settings=_merged(model_obj.settings, self.model_settings, model_settings),
+            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
+            deadline=self._deadline(timeout),
+            usage=usage,
+            prompt=None,
+            run_id=state.run_id,
+            tool_retries=dict(state.tool_retries),
+            output_retries=state.output_retries,
+        )
+        run.cancellable = cancellable
+        run.resume_from(state, checked)
+        if self._core.tracer is not None:
+            run.start_span()
+        return run
+
+    # --- entry points -------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        instructions: str | Sequence[str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        event_handler: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> AgentRunResult[OutputT]:
+        """Run until the model produces valid output; returns the result.
+
+        Raises `PauseRequiredError` if a tool needs approval or external execution: use
+        `run_until_pause` for agents with deferred tools. `event_handler`, when given, receives every
+        stream event (the model is then called in streaming mode).
+        """
+        run = await self._start(
+            user_prompt,
+            message_history=message_history,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            instructions=instructions,
+            timeout=timeout,
+        )
+        await run.run_to_end(event_handler)
+        if run.paused is not None:
+            error = PauseRequiredError(run.paused)
+            attach_state(error, run.state())
+            raise error
+        return AgentRunResult(run)
+
+    def run_sync(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        instructions: str | Sequence[str] | None = None,
+        timeout: float | None = None,
+        backend: str = "asyncio",
+    ) -> AgentRunResult[OutputT]:
+        """The blocking form of `run`, for code without an event loop."""
+        call = functools.partial(
+            self.run,
+            user_prompt,
+            message_history=message_history,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            instructions=instructions,
+            timeout=timeout,
+        )
+        try:
+            anyio.get_current_task()
+        except Exception:  # no running event loop: the normal case
+            pass
+        else:
+            raise UserError("run_sync() cannot be called from async code; use `await agent.run(...)`")
+        return anyio.run(call, backend=backend)
+
+    async def run_until_pause(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        instructions: str | Sequence[str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        event_handler: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> AgentRunResult[OutputT] | Paused:
+        """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
+        run = await self._start(
+            user_prompt,
+            message_history=message_history,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            instructions=instructions,
+            timeout=timeout,
+        )
+        await run.run_to_end(event_handler)
+        return run.paused if run.paused is not None else AgentRunResult(run)
+
+    async def resume(
+        self,
+        state: PausedState | Paused | bytes | str,
+        decisions: Mapping[str, Decision] | bytes | str,
+        *,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        integrity_key: bytes | None = None,
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        event_handler: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> AgentRunResult[OutputT] | Paused:
+        """Continue a paused run with exactly one decision per pending call.
+
+        Approved calls and the response's immediate calls execute; denials become error results;
+        external results are appended as given. The original model request is not replayed. The
+        state and decisions are checked before anything executes. A resumed run gets a fresh
+        deadline and may pause again.
+        """
+        run = self._resume_run(
+            state,
+            decisions,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            timeout=timeout,
+            integrity_key=integrity_key,
+        )
+        await run.run_to_end(event_handler)
+        return run.paused if run.paused is not None else AgentRunResult(run)
+
+    @asynccontextmanager
+    async def iter(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        instructions: str | Sequence[str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+    ) -> AsyncGenerator[AgentRun[OutputT]]:
+        """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
+        run = await self._start(
+            user_prompt,
+            message_history=message_history,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            instructions=instructions,
+            timeout=timeout,
+            cancellable=True,
+        )
+        yield AgentRun(run)
+
+    @asynccontextmanager
+    async def run_stream(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        instructions: str | Sequence[str] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+    ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
+        """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
+        run = await self._start(
+            user_prompt,
+            message_history=message_history,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            instructions=instructions,
+            timeout=timeout,
+            cancellable=True,
+        )
+        async with _streaming(run) as stream:
+            yield stream
+
+    @asynccontextmanager
+    async def resume_stream(
+        self,
+        state: PausedState | Paused | bytes | str,
+        decisions: Mapping[str, Decision] | bytes | str,
+        *,
+        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        integrity_key: bytes | None = None,
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+    ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
+        """`resume`, streamed like `run_stream`."""
+        run = self._resume_run(
+            state,
+            decisions,
+            deps=deps,
+            model=model,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            timeout=timeout,
+            integrity_key=integrity_key,
+            cancellable=True,
+        )
+        async with _streaming(run) as stream:
+            yield stream
+
+
+@asynccontextmanager
+async def _streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
+    send, receive = anyio.create_memory_object_stream[Any](64)
+    errors: list[BaseException] = []
+    body_error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive_stream, run, send, errors)
+        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, tg, errors)
+        try:
+            async with receive:
+                yield stream
+        except Exception as exc:
+            # Re-raised below, outside the task group, so the caller sees it unwrapped.
+            body_error = exc
+        finally:
+            # Leaving early cancels the run; its work is drained before the block exits.
+            tg.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error

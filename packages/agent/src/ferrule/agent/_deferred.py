@@ -1,0 +1,326 @@
+"""Deferred tool calls: the paused state, its JSON envelope with optional HMAC, and decisions."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from ferrule.core import bounded_json, history
+from ferrule.core.messages import Message
+from ferrule.core.usage import RunUsage
+
+from .exceptions import (
+    DecisionError,
+    PausedStateError,
+    PausedStateIntegrityError,
+    PausedStateVersionError,
+)
+
+__all__ = [
+    "PAUSED_STATE_FORMAT",
+    "PAUSED_STATE_VERSION",
+    "Approved",
+    "Decision",
+    "DeferredCall",
+    "Denied",
+    "ExternalResult",
+    "Paused",
+    "PausedState",
+    "ResumeDecisions",
+]
+
+PAUSED_STATE_FORMAT = "ferrule.paused_run"
+"""The `format` marker of a serialized paused state."""
+PAUSED_STATE_VERSION = 1
+"""The paused-state format version this release writes and reads."""
+DECISIONS_FORMAT = "ferrule.resume_decisions"
+"""The `format` marker of serialized resume decisions."""
+
+
+class DeferredCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call waiting for a decision: an approval, or the result of an external tool."""
+
+    tool_call_id: str
+    """The call's ID; decisions are keyed by it."""
+    tool_name: str
+    """The tool the model called."""
+    args: str | dict[str, Any] | None = None
+    """The arguments as the model sent them."""
+    kind: Literal["approval", "external"] = "approval"
+    """`approval`: decide with `Approved`/`Denied`; `external`: supply an `ExternalResult` (or `Denied`)."""
+
+
+class PausedState(msgspec.Struct, kw_only=True):
+    """Everything needed to resume a paused run, possibly in another process."""
+
+    run_id: str
+    """The run's identifier."""
+    state_id: str
+    """A fresh identifier of this pause (record it to refuse resuming the same pause twice)."""
+    created_at: datetime
+    """When the run paused (UTC)."""
+    messages: list[Message]
+    """The canonical history, ending with the response whose calls wait for decisions."""
+    new_message_index: int
+    """Index of the first message added by the paused run."""
+    instructions: str | None
+    """The instructions resolved when the run started; resume keeps them."""
+    usage: RunUsage
+    """Usage up to the pause."""
+    tool_retries: dict[str, int]
+    """Retries used per tool."""
+    output_retries: int
+    """Output retries used."""
+    pending: list[DeferredCall]
+    """The calls that need a decision, in call order."""
+    immediate_call_ids: list[str]
+    """Calls of the same response that run without a decision when the run resumes."""
+    tool_fingerprint: str
+    """Digest of the definitions of the tools this response called; resume refuses a different catalog."""
+    model: str | None = None
+    """`provider:model` of the model the run used (informational)."""
+
+    def to_json(self, *, integrity_key: bytes | None = None) -> bytes:
+        """The versioned JSON envelope; with `integrity_key` it carries an HMAC-SHA256 of the state.
+
+        The history inside is ferrule's versioned history document (`ferrule.core.history.dumps`),
+        so files in tool results and ferrule-only fields survive the round trip.
+        """
+        fields = {name: getattr(self, name) for name in self.__struct_fields__ if name != "messages"}
+        body = msgspec.json.encode(_StateWire(messages=msgspec.Raw(history.dumps(self.messages)), **fields))
+        mac = hmac.new(integrity_key, body, hashlib.sha256).hexdigest() if integrity_key is not None else None
+        head = msgspec.json.encode(
+            {"format": PAUSED_STATE_FORMAT, "version": PAUSED_STATE_VERSION, "mac": mac}
+        )
+        return head[:-1] + b',"state":' + body + b"}"
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, integrity_key: bytes | None = None) -> PausedState:
+        """Read a state written by `to_json`, rejecting malformed, future-version or tampered input.
+
+        With `integrity_key`, the state must carry a matching HMAC; without it, a signed state is
+        refused too (pass the key it was signed with).
+        """
+        try:
+            envelope = bounded_json.decode(data, type=_Envelope, limits=bounded_json.PAUSED_STATE)
+        except bounded_json.JsonError as exc:
+            raise PausedStateError(f"the paused state is not a valid state document: {exc}") from exc
+        if envelope.format != PAUSED_STATE_FORMAT:
+            raise PausedStateError(
+                f"not a ferrule paused state (format {envelope.format!r}, expected {PAUSED_STATE_FORMAT!r})"
+            )
+        if envelope.version > PAUSED_STATE_VERSION:
+            raise PausedStateVersionError(
+                f"the paused state has format version {envelope.version}; this ferrule-agent reads up to "
+                f"version {PAUSED_STATE_VERSION}: resume it with a newer ferrule-agent"
+            )
+        if envelope.version < 1:
+            raise PausedStateError(f"the paused state has an invalid version {envelope.version}")
+        raw = bytes(envelope.state)
+        if integrity_key is not None:
+            if envelope.mac is None:
+                raise PausedStateIntegrityError(
+                    "the paused state is not signed, but an integrity key was given; refusing it"
+                )
+            expected = hmac.new(integrity_key, raw, hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(expected, envelope.mac):
+                raise PausedStateIntegrityError(
+                    "the paused state failed its integrity check: it was modified or signed with another key"
+                )
+        elif envelope.mac is not None:
+            raise PausedStateIntegrityError(
+                "the paused state is signed; pass the integrity_key it was signed with to accept it"
+            )
+        try:
+            wire = msgspec.json.decode(raw, type=_StateWire)
+            messages = history.loads(bytes(wire.messages))
+        except (msgspec.ValidationError, msgspec.DecodeError, history.HistoryError) as exc:
+            raise PausedStateError(f"the paused state is malformed: {exc}") from exc
+        fields = {name: getattr(wire, name) for name in wire.__struct_fields__ if name != "messages"}
+        state = PausedState(messages=messages, **fields)
+        state.check()
+        return state
+
+    def check(self) -> None:
+        """Raise `PausedStateError` unless the state is internally consistent."""
+        from ferrule.core.messages import ModelResponse
+
+        if not self.messages or not isinstance(self.messages[-1], ModelResponse):
+            raise PausedStateError(
+                "the paused state's history must end with the model response being decided"
+            )
+        if not 0 <= self.new_message_index <= len(self.messages):
+            raise PausedStateError("the paused state's new_message_index is out of range")
+        if not self.pending:
+            raise PausedStateError("the paused state has no pending calls")
+        call_ids = {p.tool_call_id for p in self.messages[-1].tool_calls}
+        ids = [p.tool_call_id for p in self.pending] + list(self.immediate_call_ids)
+        if len(set(ids)) != len(ids) or not set(ids) <= call_ids:
+            raise PausedStateError("the paused state's pending calls do not match the last model response")
+
+
+class _StateWire(msgspec.Struct, kw_only=True):
+    """`PausedState` as written: the history is embedded as a versioned history document."""
+
+    run_id: str
+    state_id: str
+    created_at: datetime
+    messages: msgspec.Raw
+    new_message_index: int
+    instructions: str | None
+    usage: RunUsage
+    tool_retries: dict[str, int]
+    output_retries: int
+    pending: list[DeferredCall]
+    immediate_call_ids: list[str]
+    tool_fingerprint: str
+    model: str | None = None
+
+
+class _Envelope(msgspec.Struct, kw_only=True):
+    format: str
+    version: int
+    state: msgspec.Raw
+    mac: str | None = None
+
+
+class Approved(msgspec.Struct, frozen=True, kw_only=True, tag="approved", tag_field="decision"):
+    """Approve a call; `override_args` replaces the model's arguments (validated again)."""
+
+    override_args: dict[str, Any] | None = None
+    """Arguments to use instead of the model's."""
+
+
+class Denied(msgspec.Struct, frozen=True, kw_only=True, tag="denied", tag_field="decision"):
+    """Deny a call; the model receives `message` as the call's (error) result."""
+
+    message: str = "The tool call was denied."
+    """What the model is told."""
+
+
+class ExternalResult(msgspec.Struct, frozen=True, kw_only=True, tag="external", tag_field="decision"):
+    """The result of an externally executed call."""
+
+    value: Any = None
+    """The result sent to the model (any JSON value)."""
+    error: bool = False
+    """Whether the external execution failed; the model then receives `value` as an error result."""
+
+
+Decision: TypeAlias = Approved | Denied | ExternalResult
+"""One decision for a deferred call."""
+
+
+class ResumeDecisions(msgspec.Struct, kw_only=True):
+    """A versioned JSON wrapper of decisions, for integrations across process boundaries."""
+
+    decisions: dict[str, Decision]
+    """Decisions keyed by tool call ID."""
+    format: str = DECISIONS_FORMAT
+    """The format marker."""
+    version: int = 1
+    """The format version."""
+
+    def to_json(self) -> bytes:
+        """The JSON document."""
+        return msgspec.json.encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> dict[str, Decision]:
+        """Read decisions written by `to_json`; malformed or future-version input is rejected."""
+        try:
+            wrapper = bounded_json.decode(data, type=ResumeDecisions, limits=bounded_json.PAUSED_STATE)
+        except bounded_json.JsonError as exc:
+            raise DecisionError(f"the decisions document is malformed: {exc}") from exc
+        if wrapper.format != DECISIONS_FORMAT:
+            raise DecisionError(f"not a ferrule decisions document (format {wrapper.format!r})")
+        if wrapper.version != 1:
+            raise DecisionError(
+                f"unsupported decisions version {wrapper.version}; this release reads version 1"
+            )
+        return wrapper.decisions
+
+
+def check_decisions(state: PausedState, decisions: Mapping[str, Any]) -> dict[str, Decision]:
+    """Exactly one well-typed decision per pending call, or `DecisionError`."""
+    if not isinstance(decisions, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DecisionError(
+            "decisions must be a mapping of tool call ID to Approved, Denied or ExternalResult"
+        )
+    pending = {p.tool_call_id: p for p in state.pending}
+    missing = [i for i in pending if i not in decisions]
+    extra = [i for i in decisions if i not in pending]
+    if missing or extra:
+        parts: list[str] = []
+        if missing:
+            parts.append(
+                "missing decisions for " + ", ".join(f"{i!r} ({pending[i].tool_name})" for i in missing)
+            )
+        if extra:
+            parts.append("decisions for calls that are not pending: " + ", ".join(repr(i) for i in extra))
+        raise DecisionError("; ".join(parts) + "; give exactly one decision per pending call")
+    checked: dict[str, Decision] = {}
+    for call_id, decision in decisions.items():
+        call = pending[call_id]
+        if not isinstance(decision, (Approved, Denied, ExternalResult)):
+            raise DecisionError(
+                f"the decision for {call_id!r} must be Approved, Denied or ExternalResult, got {decision!r}"
+            )
+        if call.kind == "approval" and isinstance(decision, ExternalResult):
+            raise DecisionError(
+                f"call {call_id!r} ({call.tool_name}) needs approval: decide with Approved or Denied"
+            )
+        if call.kind == "external" and isinstance(decision, Approved):
+            raise DecisionError(
+                f"call {call_id!r} ({call.tool_name}) is external: supply ExternalResult (or Denied)"
+            )
+        checked[call_id] = decision
+    return checked
+
+
+def new_state_id() -> str:
+    """A fresh pause identifier."""
+    return uuid.uuid4().hex
+
+
+def now_utc() -> datetime:
+    """The current UTC time."""
+    return datetime.now(UTC)
+
+
+class Paused:
+    """The outcome of `run_until_pause` when calls need decisions: the resumable state."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: PausedState) -> None:
+        self.state = state
+        """The resumable state; serialize it with `state.to_json()`."""
+
+    @property
+    def pending(self) -> list[DeferredCall]:
+        """The calls that need a decision."""
+        return self.state.pending
+
+    @property
+    def usage(self) -> RunUsage:
+        """Usage up to the pause."""
+        return self.state.usage
+
+    def all_messages(self) -> list[Message]:
+        """The history up to the pause."""
+        return list(self.state.messages)
+
+    def to_json(self, *, integrity_key: bytes | None = None) -> bytes:
+        """Shorthand for `state.to_json(...)`."""
+        return self.state.to_json(integrity_key=integrity_key)
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{p.tool_name}({p.kind})" for p in self.pending)
+        return f"Paused(pending=[{names}])"

@@ -1,0 +1,718 @@
+"""Output specifications and the per-mode plans built from them once per agent."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, TypeAlias, cast, get_args, get_origin
+
+import msgspec
+from typing_extensions import TypeVar
+
+from ferrule.core import bounded_json
+from ferrule.core.errors import UserError
+from ferrule.core.model import TEXT_OUTPUT, JsonObjectOutput, JsonSchemaOutput, OutputFormat, ToolDefinition
+from ferrule.core.profile import ModelProfile, StructuredOutputMode
+
+from ._schema import check_against, compile_schema, is_object_schema, strip_title, type_schema
+from ._tools import Tool, run_in_thread
+from .exceptions import OutputSpecError
+
+__all__ = [
+    "DEFAULT_OUTPUT_TOOL_NAME",
+    "NativeOutput",
+    "OutputSpec",
+    "PromptedOutput",
+    "StructuredDict",
+    "TextOutput",
+    "ToolOutput",
+]
+
+T = TypeVar("T", default=Any)
+
+DEFAULT_OUTPUT_TOOL_NAME = "final_result"
+"""The name of the output tool when there is one output choice."""
+
+DEFAULT_OUTPUT_TOOL_DESCRIPTION = "The final response which ends this conversation"
+
+DEFAULT_PROMPT_TEMPLATE = (
+    "Always respond with a JSON object that's compatible with this schema:\n\n{schema}\n\n"
+    "Don't include any text or Markdown fencing before or after."
+)
+"""The instruction prompted output adds; `{schema}` is replaced by the JSON Schema."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
+class ToolOutput(Generic[T]):
+    """Typed output through an output tool the model calls to finish the run."""
+
+    output: Any
+    """The output type (or output function)."""
+    name: str | None
+    """The output tool's name (default `final_result`, or `final_result_<Type>` for several)."""
+    description: str | None
+    """The output tool's description."""
+    strict: bool | None
+    """Ask the provider to enforce the schema exactly."""
+
+    def __init__(
+        self,
+        output: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+    ) -> None:
+        object.__setattr__(self, "output", output)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "strict", strict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
+class NativeOutput(Generic[T]):
+    """Typed output through the provider's native JSON-schema mode (several types become `anyOf`)."""
+
+    outputs: Any
+    """The output type, or a sequence of alternatives."""
+    name: str | None
+    """The schema's name."""
+    description: str | None
+    """What the output is, for the model."""
+    strict: bool | None
+    """Ask the provider to enforce the schema exactly."""
+
+    def __init__(
+        self,
+        outputs: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+    ) -> None:
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "strict", strict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
+class PromptedOutput(Generic[T]):
+    """Typed output by instructing the model to answer with JSON; always validated locally."""
+
+    outputs: Any
+    """The output type, or a sequence of alternatives."""
+    name: str | None
+    """The schema's name."""
+    description: str | None
+    """What the output is, for the model."""
+    template: str | None
+    """The instruction, containing one `{schema}` marker; default `DEFAULT_PROMPT_TEMPLATE`."""
+
+    def __init__(
+        self,
+        outputs: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        template: str | None = None,
+    ) -> None:
+        if template is not None and template.count("{schema}") != 1:
+            raise OutputSpecError("PromptedOutput(template=...) must contain exactly one '{schema}' marker")
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "template", template)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextOutput(Generic[T]):
+    """Plain-text output passed through a function (`fn(text)` or `fn(ctx, text)`) to build the output."""
+
+    function: Callable[..., T]
+    """The function turning the final text into the output; may raise `ModelRetry`."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StructuredDict:
+    """Output described by a hand-written JSON Schema; the output is the validated `dict`."""
+
+    schema: dict[str, Any]
+    """The JSON Schema of the output object."""
+    name: str | None = None
+    """A name for the schema."""
+    description: str | None = None
+    """What the output is, for the model."""
+
+
+OutputSpec: TypeAlias = Any
+"""What `output_type` accepts: a type, `ToolOutput`/`NativeOutput`/`PromptedOutput`/`TextOutput`,
+an output function, `StructuredDict`, or a sequence of them (`str` in it allows plain text)."""
+
+OutputMode = Literal["text", "tool", "native", "prompted"]
+
+
+class TextFunction:
+    """A `TextOutput` function: `fn(text)` or `fn(ctx, text)`, sync (run in a thread) or async."""
+
+    __slots__ = ("function", "is_async", "takes_ctx")
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.is_async = inspect.iscoroutinefunction(function)
+        try:
+            params = [
+                p
+                for p in inspect.signature(function).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+            ]
+            self.takes_ctx = len(params) >= 2
+        except (TypeError, ValueError):  # builtins without signatures take the text only
+            self.takes_ctx = False
+
+    async def call(self, ctx: Any, text: str) -> Any:
+        """Apply the function to the final text."""
+        args = (ctx, text) if self.takes_ctx else (text,)
+        if self.is_async:
+            return await self.function(*args)
+        return await run_in_thread(self.function, args, {})
+
+
+class OutputChoice:
+    """One accepted output shape: how to decode, validate and unwrap it."""
+
+    __slots__ = (
+        "decode_type",
+        "defs",
+        "description",
+        "function",
+        "name",
+        "schema",
+        "strict",
+        "validator",
+        "value_type",
+        "wrapped",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str | None,
+        schema: dict[str, Any],
+        decode_type: Any,
+        value_type: Any,
+        wrapped: bool,
+        function: Tool[Any] | None = None,
+        validator: Any = None,
+        strict: bool | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.schema = schema
+        self.defs = cast("dict[str, Any]", schema.get("$defs") or {})
+        self.decode_type = decode_type
+        self.value_type = value_type
+        self.wrapped = wrapped
+        self.function = function
+        self.validator = validator
+        self.strict = strict
+
+    def decode(self, raw: str | dict[str, Any] | None, limits: bounded_json.JsonLimits) -> Any:
+        """Decode and validate raw JSON arguments or text into this choice's value (not yet unwrapped
+        for output functions, which receive the argument struct)."""
+        if self.validator is not None:
+            value = _plain(raw, limits)
+            check_against(self.validator, value)
+            return value
+        if raw is None:
+            raw = {}
+        if isinstance(raw, str):
+            value = bounded_json.decode(raw or "{}", type=self.decode_type, limits=limits)
+        else:
+            value = msgspec.convert(raw, self.decode_type)
+        if self.wrapped:
+            return value.value
+        return value
+
+    def convert(self, value: Any) -> Any:
+        """Validate an already decoded JSON value (from a union attempt) into this choice."""
+        if self.validator is not None:
+            check_against(self.validator, value)
+            return value
+        value = msgspec.convert(value, self.decode_type)
+        return value.value if self.wrapped else value
+
+    def revalidate(self, value: Any) -> Any:
+        """Check a value transformed by a validator against this choice's type again."""
+        if self.function is not None:
+            return value
+        if self.validator is not None:
+            check_against(self.validator, msgspec.to_builtins(value))
+            return value
+        return msgspec.convert(msgspec.to_builtins(value), self.value_type)
+
+    def partial(self, snapshot: Any) -> tuple[bool, Any]:
+        """The typed value of a partial JSON snapshot when it already converts, else `(False, None)`."""
+        if self.function is not None or self.validator is not None:
+            return False, None
+        try:
+            value = msgspec.convert(snapshot, self.decode_type)
+        except (msgspec.ValidationError, TypeError):
+            return False, None
+        return True, value.value if self.wrapped else value
+
+
+def _plain(raw: str | dict[str, Any] | None, limits: bounded_json.JsonLimits) -> Any:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        return bounded_json.decode_value(raw or "{}", limits)
+    return raw
+
+
+class OutputPlan:
+    """How one agent obtains output from one kind of model (built once per structured-output mode)."""
+
+    __slots__ = (
+        "allow_text",
+        "by_tool_name",
+        "choices",
+        "extra_instructions",
+        "mode",
+        "native_name",
+        "output_format",
+        "text_function",
+        "tool_defs",
+    )
+
+    def __init__(
+        self,
+        *,
+        mode: OutputMode,
+        allow_text: bool,
+        text_function: TextFunction | None,
+        choices: tuple[OutputChoice, ...],
+        tool_defs: tuple[ToolDefinition, ...],
+        output_format: OutputFormat,
+        extra_instructions: str | None,
+    ) -> None:
+        self.mode: OutputMode = mode
+        self.allow_text = allow_text
+        self.text_function = text_function
+        self.choices = choices
+        self.tool_defs = tool_defs
+        self.by_tool_name = {d.name: c for d, c in zip(tool_defs, choices, strict=True)} if tool_defs else {}
+        self.output_format = output_format
+        self.extra_instructions = extra_instructions
+        self.native_name = choices[0].name if choices else None
+
+    @property
+    def text_is_output(self) -> bool:
+        """Whether a response without tool calls carries the output in its text."""
+        return self.allow_text or self.mode in ("native", "prompted")
+
+    def decode_text(self, text: str) -> tuple[OutputChoice, Any]:
+        """Decode native or prompted JSON text; tries each choice in order."""
+        body = extract_json(text)
+        if len(self.choices) == 1:
+            choice = self.choices[0]
+            return choice, choice.decode(body, bounded_json.PROVIDER_RESPONSE)
+        value = bounded_json.decode_value(body, bounded_json.PROVIDER_RESPONSE)
+        first: Exception | None = None
+        for choice in self.choices:
+            try:
+                return choice, choice.convert(value)
+            except (msgspec.ValidationError, ValueError) as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+
+
+def extract_json(text: str) -> str:
+    """The JSON document in `text`, without Markdown fences or surrounding prose."""
+    body = text.strip()
+    if body.startswith("```"):
+        newline = body.find("\n")
+        body = body[newline + 1 :] if newline >= 0 else ""
+        if body.rstrip().endswith("```"):
+            body = body.rstrip()[:-3]
+        body = body.strip()
+    if body[:1] in ("{", "["):
+        return body
+    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return body
+    end = max(body.rfind("}"), body.rfind("]"))
+    return body[start : end + 1] if end > start else body[start:]
+
+
+# --- building plans --------------------------------------------------------------------------------
+
+
+class _Target:
+    """One structured output target before the mode is known."""
+
+    __slots__ = ("description", "kind", "name", "strict", "value")
+
+    def __init__(
+        self, value: Any, kind: str | None, name: str | None, description: str | None, strict: bool | None
+    ):
+        self.value = value
+        self.kind = kind  # "tool" | "native" | "prompted" | None (default)
+        self.name = name
+        self.description = description
+        self.strict = strict
+
+
+class OutputSpecInfo:
+    """A normalized output specification: text allowance, targets and an explicit mode."""
+
+    __slots__ = ("allow_text", "explicit_mode", "native_meta", "prompt_template", "targets", "text_function")
+
+    def __init__(self) -> None:
+        self.allow_text = False
+        self.text_function: TextFunction | None = None
+        self.targets: list[_Target] = []
+        self.explicit_mode: str | None = None
+        self.native_meta: tuple[str | None, str | None, bool | None] = (None, None, None)
+        self.prompt_template: str | None = None
+
+    @property
+    def is_text(self) -> bool:
+        return not self.targets
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def normalize_spec(spec: OutputSpec) -> OutputSpecInfo:
+    """Flatten an `output_type` into text allowance and structured targets; checks it early."""
+    info = OutputSpecInfo()
+
+    def set_mode(mode: str) -> None:
+        if info.explicit_mode not in (None, mode):
+            raise OutputSpecError(
+                f"output_type mixes {info.explicit_mode} and {mode} output; use one output mode per agent"
+            )
+        info.explicit_mode = mode
+
+    def add(
+        item: Any, kind: str | None, name: str | None, description: str | None, strict: bool | None
+    ) -> None:
+        if item is str and kind is None:
+            info.allow_text = True
+            return
+        if isinstance(item, TextOutput):
+            if info.text_function is not None:
+                raise OutputSpecError("output_type has more than one TextOutput")
+            info.allow_text = True
+            info.text_function = TextFunction(cast("TextOutput[Any]", item).function)
+            return
+        if isinstance(item, ToolOutput):
+            tool_output = cast("ToolOutput[Any]", item)
+            set_mode("tool")
+            add(tool_output.output, "tool", tool_output.name, tool_output.description, tool_output.strict)
+            return
+        if isinstance(item, NativeOutput):
+            native = cast("NativeOutput[Any]", item)
+            set_mode("native")
+            info.native_meta = (native.name, native.description, native.strict)
+            for sub in _as_list(native.outputs):
+                add(sub, "native", None, None, native.strict)
+            return
+        if isinstance(item, PromptedOutput):
+            prompted = cast("PromptedOutput[Any]", item)
+            set_mode("prompted")
+            info.native_meta = (prompted.name, prompted.description, None)
+            info.prompt_template = prompted.template
+            for sub in _as_list(prompted.outputs):
+                add(sub, "prompted", None, None, None)
+            return
+        if isinstance(item, (list, tuple)):
+            for sub in cast("Sequence[Any]", item):
+                add(sub, kind, name, description, strict)
+            return
+        if _is_union(item) and kind is None and str in get_args(item):
+            for sub in get_args(item):
+                add(sub, kind, name, description, strict)
+            return
+        if item is None or item is type(None):
+            raise OutputSpecError("output_type cannot be None; use str for plain text")
+        info.targets.append(_Target(item, kind, name, description, strict))
+
+    add(spec, None, None, None, None)
+    if info.is_text and not info.allow_text:
+        raise OutputSpecError("output_type is empty; give at least one type")
+    return info
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(cast("Sequence[Any]", value))
+    return [value]
+
+
+def _type_name(tp: Any) -> str:
+    name = getattr(tp, "__name__", None)
+    if isinstance(name, str) and name.isidentifier():
+        return name
+    return "".join(ch if ch.isalnum() else "_" for ch in repr(tp)).strip("_")[:48] or "output"
+
+
+def _type_description(tp: Any) -> str | None:
+    if not isinstance(tp, type) or tp.__module__ == "builtins":
+        return None
+    doc = tp.__dict__.get("__doc__")
+    if not isinstance(doc, str) or doc.startswith(f"{tp.__name__}("):
+        return None
+    return inspect.cleandoc(doc) or None
+
+
+def _is_function(value: Any) -> bool:
+    return (
+        callable(value) and not isinstance(value, type) and get_origin(value) is None and not _is_union(value)
+    )
+
+
+def _object_members(tp: Any) -> list[Any] | None:
+    """The members of a union whose members all have object schemas, else `None`."""
+    if not _is_union(tp):
+        return None
+    members = [m for m in get_args(tp) if m is not type(None)]
+    if len(members) < 2 or len(members) != len(get_args(tp)):
+        return None
+    try:
+        if all(is_object_schema(type_schema(m)) for m in members):
+            return members
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _msgspec_supports(tp: Any) -> bool:
+    try:
+        msgspec.json.Decoder(tp)
+    except TypeError:
+        return False
+    return True
+
+
+def _choice_for(target: _Target, name: str, *, wrap_non_object: bool) -> OutputChoice:
+    value = target.value
+    if isinstance(value, StructuredDict):
+        schema = dict(value.schema)
+        if not is_object_schema(schema):
+            raise OutputSpecError("StructuredDict needs an object schema ({'type': 'object', ...})")
+        try:
+            validator = compile_schema(schema)
+        except UserError as exc:
+            raise OutputSpecError(f"the StructuredDict schema is not usable: {exc}") from exc
+        return OutputChoice(
+            name=value.name or name,
+            description=target.description or value.description or schema.get("description"),
+            schema=schema,
+            decode_type=dict[str, Any],
+            value_type=dict[str, Any],
+            wrapped=False,
+            validator=validator,
+            strict=target.strict,
+        )
+    if _is_function(value):
+        tool = Tool(value, name=target.name or name)
+        return OutputChoice(
+            name=target.name or name,
+            description=target.description or tool.description,
+            schema=tool.parameters_json_schema,
+            decode_type=tool.args_type,
+            value_type=None,
+            wrapped=False,
+            function=tool,
+            strict=target.strict,
+        )
+    if not _msgspec_supports(value):
+        raise OutputSpecError(
+            f"output type {value!r} cannot be decoded by msgspec (unions of several untagged Structs need "
+            "separate choices: pass a list, or tag the Structs)"
+        )
+    try:
+        schema = strip_title(type_schema(value))
+    except (TypeError, ValueError) as exc:
+        raise OutputSpecError(f"cannot build a JSON Schema for output type {value!r}: {exc}") from exc
+    description = target.description or _type_description(value)
+    if is_object_schema(schema) or not wrap_non_object:
+        return OutputChoice(
+            name=target.name or name,
+            description=description,
+            schema=schema,
+            decode_type=value,
+            value_type=value,
+            wrapped=False,
+            strict=target.strict,
+        )
+    defs = schema.pop("$defs", None)
+    wrapped_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"value": schema},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+    if defs:
+        wrapped_schema["$defs"] = defs
+    wrapper = msgspec.defstruct("OutputValue", [("value", value)], forbid_unknown_fields=True)
+    return OutputChoice(
+        name=target.name or name,
+        description=description,
+        schema=wrapped_schema,
+        decode_type=wrapper,
+        value_type=value,
+        wrapped=True,
+        strict=target.strict,
+    )
+
+
+def _expand(targets: list[_Target], mode: str) -> list[_Target]:
+    """Split unions into separate targets where the mode needs it."""
+    expanded: list[_Target] = []
+    for target in targets:
+        value = target.value
+        members = _object_members(value) if not isinstance(value, StructuredDict) else None
+        if members is not None and (mode == "tool" or not _msgspec_supports(value)):
+            expanded.extend(_Target(m, target.kind, None, None, target.strict) for m in members)
+        else:
+            expanded.append(target)
+    return expanded
+
+
+def resolve_mode(info: OutputSpecInfo, profile: ModelProfile, model: str) -> OutputMode:
+    """The output mode for a model with `profile`: explicit, else the profile's default with fallbacks."""
+    if info.is_text:
+        return "text"
+    explicit = info.explicit_mode
+    if explicit == "tool" or (explicit is None and info.allow_text):
+        if not (profile.supports_tools or profile.tools_emulated_via_output):
+            raise OutputSpecError(
+                f"{model} does not support tools, which tool output"
+                + (" (needed when plain text is also allowed)" if explicit is None else "")
+                + " requires; use NativeOutput or PromptedOutput"
+            )
+        return "tool"
+    if explicit == "native":
+        if not profile.supports_json_schema_output:
+            raise OutputSpecError(
+                f"{model} does not support native JSON-schema output; use ToolOutput or PromptedOutput"
+            )
+        return "native"
+    if explicit == "prompted":
+        return "prompted"
+    preferred: StructuredOutputMode = profile.default_structured_output_mode
+    if preferred == "native" and profile.supports_json_schema_output:
+        return "native"
+    if preferred == "prompted":
+        return "prompted"
+    if profile.supports_tools or profile.tools_emulated_via_output:
+        return "tool"
+    if profile.supports_json_schema_output:
+        return "native"
+    return "prompted"
+
+
+def build_plan(info: OutputSpecInfo, mode: OutputMode, profile: ModelProfile) -> OutputPlan:
+    """Build the output plan for one mode."""
+    if mode == "text":
+        return OutputPlan(
+            mode="text",
+            allow_text=True,
+            text_function=info.text_function,
+            choices=(),
+            tool_defs=(),
+            output_format=TEXT_OUTPUT,
+            extra_instructions=None,
+        )
+    targets = _expand(info.targets, mode)
+    if mode == "tool":
+        several = len(targets) > 1
+        choices: list[OutputChoice] = []
+        seen: set[str] = set()
+        for target in targets:
+            default = DEFAULT_OUTPUT_TOOL_NAME
+            if several:
+                base = target.name or (
+                    target.value.name
+                    if isinstance(target.value, StructuredDict) and target.value.name
+                    else _type_name(target.value)
+                )
+                default = f"{DEFAULT_OUTPUT_TOOL_NAME}_{base}" if not target.name else base
+            choice = _choice_for(target, default, wrap_non_object=True)
+            if choice.name in seen:
+                raise OutputSpecError(
+                    f"two output choices are named {choice.name!r}; give them distinct names"
+                )
+            seen.add(choice.name)
+            choices.append(choice)
+        defs = tuple(
+            ToolDefinition(
+                name=c.name,
+                parameters_json_schema=c.schema,
+                description=c.description or DEFAULT_OUTPUT_TOOL_DESCRIPTION,
+                strict=c.strict,
+                kind="output",
+            )
+            for c in choices
+        )
+        return OutputPlan(
+            mode="tool",
+            allow_text=info.allow_text,
+            text_function=info.text_function,
+            choices=tuple(choices),
+            tool_defs=defs,
+            output_format=TEXT_OUTPUT,
+            extra_instructions=None,
+        )
+    name, description, strict = info.native_meta
+    choices = [_choice_for(t, _type_name(t.value), wrap_non_object=True) for t in targets]
+    if len(choices) == 1:
+        schema = dict(choices[0].schema)
+        schema_name = name or choices[0].name
+        description = description or choices[0].description
+    else:
+        schema = _combine([c.schema for c in choices])
+        schema_name = name or DEFAULT_OUTPUT_TOOL_NAME
+    if mode == "native":
+        output_format: OutputFormat = JsonSchemaOutput(
+            name=schema_name, schema=schema, description=description, strict=strict
+        )
+        extra = None
+    else:
+        template = info.prompt_template or DEFAULT_PROMPT_TEMPLATE
+        extra = template.replace("{schema}", json.dumps(schema, separators=(",", ":")))
+        output_format = JsonObjectOutput() if profile.supports_json_object_output else TEXT_OUTPUT
+    return OutputPlan(
+        mode=mode,
+        allow_text=False,
+        text_function=None,
+        choices=tuple(choices),
+        tool_defs=(),
+        output_format=output_format,
+        extra_instructions=extra,
+    )
+
+
+def _combine(schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    options: list[dict[str, Any]] = []
+    for schema in schemas:
+        schema = dict(schema)
+        sub_defs = schema.pop("$defs", None)
+        if isinstance(sub_defs, dict):
+            defs.update(cast("dict[str, Any]", sub_defs))
+        options.append(schema)
+    combined: dict[str, Any] = {"anyOf": options}
+    if defs:
+        combined["$defs"] = defs
+    return combined

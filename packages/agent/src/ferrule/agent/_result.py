@@ -1,0 +1,271 @@
+"""Run results and the handles of step-wise and streamed runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Generic
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from typing_extensions import TypeVar
+
+from ferrule.core.messages import Message, TextPart, ToolCallPart
+from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
+from ferrule.core.usage import RunUsage
+
+from ._deferred import Paused
+from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
+from .exceptions import PauseRequiredError, RunCancelledError, attach_state
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+__all__ = ["AgentRun", "AgentRunResult", "StreamedRunResult"]
+
+OutputT = TypeVar("OutputT", default=str, covariant=True)
+
+
+def _messages_json(messages: list[Message]) -> bytes:
+    from ferrule.core import history
+
+    return history.dump_pydantic_ai(messages)
+
+
+class AgentRunResult(Generic[OutputT]):
+    """The outcome of a finished run: the output, the history and the usage."""
+
+    __slots__ = (
+        "_messages",
+        "_new_index",
+        "_usage",
+        "output",
+        "output_tool_name",
+        "run_id",
+        "unknown_outcomes",
+    )
+
+    def __init__(self, run: Run) -> None:
+        self.output: OutputT = run.output
+        """The validated output."""
+        self.output_tool_name: str | None = run.output_tool_name
+        """The output tool that produced the output (tool output mode), else `None`."""
+        self.run_id: str = run.run_id
+        """The run's identifier."""
+        self.unknown_outcomes: list[ToolCallPart] = list(run.unknown_outcomes)
+        """Calls of non-idempotent tools whose outcome is unknown (timed out while running)."""
+        self._messages = run.messages
+        self._new_index = run.new_message_index
+        self._usage = run.usage
+
+    def all_messages(self) -> list[Message]:
+        """The whole history: the `message_history` passed in plus this run's messages."""
+        return list(self._messages)
+
+    def new_messages(self) -> list[Message]:
+        """The messages this run added."""
+        return self._messages[self._new_index :]
+
+    def all_messages_json(self) -> bytes:
+        """`all_messages()` as the JSON list PydanticAI reads (`ferrule.core.history.dump_pydantic_ai`)."""
+        return _messages_json(self._messages)
+
+    def new_messages_json(self) -> bytes:
+        """`new_messages()` as JSON."""
+        return _messages_json(self.new_messages())
+
+    def usage(self) -> RunUsage:
+        """The run's aggregated usage."""
+        return self._usage
+
+    def __repr__(self) -> str:
+        return f"AgentRunResult(output={self.output!r})"
+
+
+class AgentRun(Generic[OutputT]):
+    """A run driven one step at a time: `async for step in run` (or `await run.next()`)."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    async def next(self) -> RunStep:
+        """Run the next step: a model request, or the handling of the last response."""
+        return await self._run.advance()
+
+    def __aiter__(self) -> AsyncIterator[RunStep]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[RunStep]:
+        while not self._run.done:
+            yield await self._run.advance()
+
+    @property
+    def done(self) -> bool:
+        """Whether the run finished or paused."""
+        return self._run.done
+
+    @property
+    def result(self) -> AgentRunResult[OutputT] | None:
+        """The result once the run finished with output, else `None`."""
+        run = self._run
+        if run.done and run.paused is None:
+            return AgentRunResult(run)
+        return None
+
+    @property
+    def paused(self) -> Paused | None:
+        """The pause, if the run paused for deferred calls."""
+        return self._run.paused
+
+    def usage(self) -> RunUsage:
+        """Usage so far."""
+        return self._run.usage
+
+    def all_messages(self) -> list[Message]:
+        """The history so far."""
+        return list(self._run.messages)
+
+    def new_messages(self) -> list[Message]:
+        """The messages this run added so far."""
+        return self._run.messages[self._run.new_message_index :]
+
+    def cancel(self) -> None:
+        """Cancel the step in progress; later steps raise `RunCancelledError`."""
+        self._run.cancel()
+
+
+_END = object()
+
+
+class StreamedRunResult(Generic[OutputT]):
+    """A run whose events are streamed: iterate it for every event, or use the helpers.
+
+    Events arrive in order: each model event first, then the agent events it caused. Iterate only
+    once (the helpers consume the same stream). Leaving the `async with` block before the run ends
+    cancels it and drains its work.
+    """
+
+    def __init__(
+        self,
+        run: Run,
+        receive: MemoryObjectReceiveStream[Any],
+        task_group: TaskGroup,
+        errors: list[BaseException],
+    ) -> None:
+        self._run = run
+        self._receive = receive
+        self._task_group = task_group
+        self._errors = errors
+        self._finished = False
+        self._cancelled = False
+
+    def __aiter__(self) -> AsyncIterator[AgentStreamEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[AgentStreamEvent]:
+        if self._finished:
+            return
+        async for item in self._receive:
+            yield item
+        self._finished = True
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        if self._errors:
+            raise self._errors[0]
+        if self._cancelled:
+            raise _with_state(RunCancelledError("the streamed run was cancelled"), self._run)
+
+    async def stream_text(self, *, delta: bool = False) -> AsyncIterator[str]:
+        """The text the model streams: deltas, or the text so far of the current response.
+
+        Text is visible as it streams, including text that precedes tool calls in the same
+        response; only the final result is the run's output.
+        """
+        current: list[str] = []
+        async for event in self:
+            text: str | None = None
+            if isinstance(event, PartStartEvent):
+                if event.index == 0:
+                    current = []
+                if isinstance(event.part, TextPart) and event.part.content:
+                    text = event.part.content
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                text = event.delta.content_delta
+            if text:
+                if delta:
+                    yield text
+                else:
+                    current.append(text)
+                    yield "".join(current)
+
+    async def stream_output(self) -> AsyncIterator[OutputT]:
+        """Partial outputs that already convert to the output type, then the final output."""
+        async for event in self:
+            if (isinstance(event, PartialOutputEvent) and event.has_output) or isinstance(
+                event, FinalResultEvent
+            ):
+                yield event.output
+
+    async def get_output(self) -> OutputT:
+        """Consume the rest of the stream and return the output."""
+        async for _ in self:
+            pass
+        return self.result.output
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has finished."""
+        return self._finished
+
+    @property
+    def result(self) -> AgentRunResult[OutputT]:
+        """The result; raises if the run has not finished, failed, or paused."""
+        if not self._finished:
+            raise RuntimeError(
+                "the stream has not finished; consume it first (e.g. await stream.get_output())"
+            )
+        self._raise_if_failed()
+        if self._run.paused is not None:
+            raise _with_state(PauseRequiredError(self._run.paused), self._run)
+        return AgentRunResult(self._run)
+
+    @property
+    def paused(self) -> Paused | None:
+        """The pause, if the run paused for deferred calls."""
+        return self._run.paused
+
+    def usage(self) -> RunUsage:
+        """Usage so far."""
+        return self._run.usage
+
+    def all_messages(self) -> list[Message]:
+        """The history so far."""
+        return list(self._run.messages)
+
+    def new_messages(self) -> list[Message]:
+        """The messages this run added so far."""
+        return self._run.messages[self._run.new_message_index :]
+
+    def cancel(self) -> None:
+        """Cancel the run; the stream ends and raises `RunCancelledError`."""
+        self._cancelled = True
+        self._run.cancel()
+
+
+def _with_state(error: BaseException, run: Run) -> BaseException:
+    attach_state(error, run.state())
+    return error
+
+
+async def drive_stream(run: Run, send: MemoryObjectSendStream[Any], errors: list[BaseException]) -> None:
+    """The background task of a streamed run: the loop, sending each event to the consumer."""
+    async with send:
+        try:
+            await run.run_to_end(send.send)
+        except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
+            errors.append(exc)
+        except anyio.get_cancelled_exc_class():
+            raise

@@ -1,0 +1,513 @@
+"""Tools: typed Python functions the model can call, with schemas and validation built once."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import inspect
+import math
+import sys
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Generic, Literal, TypeAlias, cast, get_origin
+
+import anyio.to_thread
+import msgspec
+
+from ferrule.core import bounded_json
+from ferrule.core.errors import UserError
+from ferrule.core.messages import UserContent
+from ferrule.core.model import ToolDefinition
+
+from ._context import DepsT, RunContext
+from ._docstring import DocstringFormat, parse_docstring
+from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
+from .exceptions import ToolDefinitionError
+
+__all__ = [
+    "SideEffect",
+    "Tool",
+    "ToolLimits",
+    "ToolReturn",
+]
+
+SideEffect: TypeAlias = Literal["read_only", "idempotent", "non_idempotent"]
+"""What calling a tool does to the world.
+
+`read_only` and `idempotent` calls may be repeated safely: a timeout becomes a retry prompt.
+A `non_idempotent` call whose outcome is unknown (it timed out or was interrupted while running)
+is recorded as unknown and never retried automatically.
+"""
+
+ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitable[bool]"]
+"""`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
+
+_KIB = 1024
+_MIB = 1024 * 1024
+
+
+class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds on tool execution; per-tool limits can only tighten the agent's."""
+
+    max_concurrency: int = 8
+    """Calls of one model response that may run at the same time."""
+    max_queue: int = 64
+    """Calls that may wait for a free slot; calls beyond it get a retry prompt without running."""
+    max_result_bytes: int = 1 * _MIB
+    """Largest encoded (JSON) tool result accepted into history."""
+    max_follow_ups: int = 16
+    """Most follow-up user content items one call may add (`ToolReturn.content`)."""
+    max_follow_up_bytes: int = 1 * _MIB
+    """Largest total of follow-up strings and binary data one call may add."""
+    timeout: float | None = None
+    """Seconds one call may run; `None` means only the run deadline applies."""
+    max_tool_calls: int | None = None
+    """Function tool calls allowed in a whole run (checked before each batch runs); agent-level only."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_concurrency",
+            "max_queue",
+            "max_result_bytes",
+            "max_follow_ups",
+            "max_follow_up_bytes",
+        ):
+            value = getattr(self, name)
+            if value < 0 or (name == "max_concurrency" and value < 1):
+                raise ValueError(f"ToolLimits.{name} must be positive, got {value}")
+        if self.timeout is not None and (not math.isfinite(self.timeout) or self.timeout <= 0):
+            raise ValueError(f"ToolLimits.timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.max_tool_calls is not None and self.max_tool_calls < 0:
+            raise ValueError(f"ToolLimits.max_tool_calls must be >= 0, got {self.max_tool_calls}")
+
+    def tightened(self, other: ToolLimits | None, timeout: float | None = None) -> ToolLimits:
+        """The stricter of these limits and `other` (and an extra `timeout`), field by field."""
+        if other is None and timeout is None:
+            return self
+
+        def low(a: float | None, b: float | None) -> float | None:
+            if a is None:
+                return b
+            if b is None:
+                return a
+            return min(a, b)
+
+        o = other or self
+        return ToolLimits(
+            max_concurrency=min(self.max_concurrency, o.max_concurrency),
+            max_queue=min(self.max_queue, o.max_queue),
+            max_result_bytes=min(self.max_result_bytes, o.max_result_bytes),
+            max_follow_ups=min(self.max_follow_ups, o.max_follow_ups),
+            max_follow_up_bytes=min(self.max_follow_up_bytes, o.max_follow_up_bytes),
+            timeout=low(low(self.timeout, o.timeout), timeout),
+            max_tool_calls=self.max_tool_calls,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolReturn:
+    """A tool result plus follow-up content for the model (images, documents, text).
+
+    `return_value` becomes the tool result; `content` is added as a user prompt after all tool
+    results of the step, in call order; `metadata` is kept on the result and never sent.
+    """
+
+    return_value: Any
+    """The value sent back as the tool's result."""
+    content: str | Sequence[UserContent] | None = None
+    """Follow-up user content sent after the tool results."""
+    metadata: Any = None
+    """Application data stored on the result part; never sent to the model."""
+
+
+def _is_run_context(annotation: Any) -> bool:
+    if annotation is RunContext or get_origin(annotation) is RunContext:
+        return True
+    return isinstance(annotation, str) and (
+        annotation == "RunContext" or annotation.startswith("RunContext[")
+    )
+
+
+class Tool(Generic[DepsT]):
+    """A function the model can call.
+
+    Schema and descriptions come from the signature and docstring; arguments are validated with a
+    msgspec Struct built once, here. Sync functions run in a worker thread; async ones are awaited.
+    The first parameter may be a `RunContext[Deps]`.
+    """
+
+    __slots__ = (
+        "_call_sync",
+        "_field_names",
+        "_validator",
+        "args_type",
+        "definition",
+        "description",
+        "function",
+        "is_async",
+        "kind",
+        "limits",
+        "max_retries",
+        "metadata",
+        "name",
+        "parameters_json_schema",
+        "prepare",
+        "requires_approval",
+        "sequential",
+        "side_effect",
+        "strict",
+        "takes_ctx",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        function: Callable[..., Any] | None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        takes_ctx: bool | None = None,
+        max_retries: int | None = None,
+        requires_approval: bool | ApprovalPredicate = False,
+        external: bool = False,
+        parameters_json_schema: dict[str, Any] | None = None,
+        sequential: bool = False,
+        timeout: float | None = None,
+        limits: ToolLimits | None = None,
+        side_effect: SideEffect = "non_idempotent",
+        strict: bool | None = None,
+        metadata: dict[str, Any] | None = None,
+        prepare: Callable[
+            [RunContext[DepsT], ToolDefinition], ToolDefinition | Awaitable[ToolDefinition | None] | None
+        ]
+        | None = None,
+        docstring_format: DocstringFormat = "auto",
+        require_parameter_descriptions: bool = False,
+    ) -> None:
+        if side_effect not in ("read_only", "idempotent", "non_idempotent"):
+            raise ToolDefinitionError(
+                f"side_effect must be 'read_only', 'idempotent' or 'non_idempotent', got {side_effect!r}"
+            )
+        if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+            raise ToolDefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if max_retries is not None and max_retries < 0:
+            raise ToolDefinitionError(f"max_retries must be >= 0, got {max_retries}")
+        self.function = function
+        """The Python function (`None` for an external tool)."""
+        self.max_retries = max_retries
+        """Retry budget of this tool; `None` uses the agent's `retries`."""
+        self.requires_approval = requires_approval
+        """`True`, or a predicate on validated arguments, when calls need an approval decision."""
+        self.kind: Literal["function", "external"] = "external" if external else "function"
+        """`external` tools are never called here: their results come from `resume` decisions.
+
+        Describe one by a typed function (used only for its signature and docstring) or by
+        `Tool.external_tool(name, parameters_json_schema=...)`."""
+        self.sequential = sequential
+        """The tool runs alone: it waits for running calls and later calls wait for it."""
+        self.timeout = timeout
+        """Seconds one call may run (also tightens `limits.timeout`)."""
+        self.limits = limits
+        """Per-tool limits; they can only tighten the agent's `tool_limits`."""
+        self.side_effect: SideEffect = side_effect
+        """What a call does to the world; decides how an unknown outcome is handled."""
+        self.strict = strict
+        """Ask the provider to enforce the schema exactly."""
+        self.metadata = metadata
+        """Application data; never sent to the model."""
+        self.prepare = prepare
+        """Called before each model request to modify or hide (return `None`) the definition."""
+        self._validator: Any = None
+        if external and function is None:
+            if not name:
+                raise ToolDefinitionError("an external tool needs a name")
+            self.name = name
+            """The tool's name as the model sees it."""
+            self.description = description
+            """What the tool does, for the model."""
+            self.takes_ctx = False
+            """Whether the function takes a `RunContext` first."""
+            self.is_async = True
+            """Whether the function is a coroutine function."""
+            schema = parameters_json_schema or {
+                "type": "object",
+                "properties": {},
+                "additionalProperties": False,
+            }
+            self.parameters_json_schema = schema
+            """JSON Schema of the arguments object."""
+            self.args_type: Any = dict[str, Any]
+            """The msgspec type arguments are decoded into."""
+            self._field_names: tuple[str, ...] = ()
+            self._call_sync = None
+            try:
+                self._validator = compile_schema(schema)
+            except UserError as exc:
+                raise ToolDefinitionError(
+                    f"the schema of external tool {name!r} is not usable: {exc}"
+                ) from exc
+        else:
+            if function is None:
+                raise ToolDefinitionError("Tool() needs a function (or external=True with a schema)")
+            # An external tool may be described by a typed function that is never called here.
+            self._build(
+                function,
+                name,
+                description,
+                takes_ctx,
+                parameters_json_schema,
+                docstring_format,
+                require_parameter_descriptions,
+            )
+        self.definition = self._definition()
+        """The definition offered to the model."""
+
+    @classmethod
+    def external_tool(
+        cls,
+        name: str,
+        *,
+        parameters_json_schema: dict[str, Any],
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Tool[Any]:
+        """A tool executed outside the agent: calls pause the run until `resume` supplies a result."""
+        return cls(
+            None,
+            name=name,
+            description=description,
+            external=True,
+            parameters_json_schema=parameters_json_schema,
+            metadata=metadata,
+        )
+
+    def _build(
+        self,
+        function: Callable[..., Any],
+        name: str | None,
+        description: str | None,
+        takes_ctx: bool | None,
+        parameters_json_schema: dict[str, Any] | None,
+        docstring_format: DocstringFormat,
+        require_descriptions: bool,
+    ) -> None:
+        fn_name = getattr(function, "__name__", None)
+        self.name = name or fn_name or ""
+        if not self.name or self.name == "<lambda>":
+            raise ToolDefinitionError("give the tool a name: Tool(fn, name=...) (lambdas have none)")
+        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError) as exc:
+            raise ToolDefinitionError(f"cannot read the signature of tool {self.name!r}: {exc}") from exc
+        try:
+            hints = typing.get_type_hints(function, include_extras=True)
+        except Exception:
+            hints = {}
+        params = list(signature.parameters.values())
+        first_is_ctx = bool(params) and _is_run_context(hints.get(params[0].name, params[0].annotation))
+        if takes_ctx is None:
+            takes_ctx = first_is_ctx
+        if takes_ctx:
+            if not params:
+                raise ToolDefinitionError(f"tool {self.name!r} takes a RunContext but has no parameters")
+            params = params[1:]
+        self.takes_ctx = takes_ctx
+        summary, param_docs = parse_docstring(inspect.getdoc(function), docstring_format)
+        self.description = description if description is not None else summary
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        for param in params:
+            if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    f"tool {self.name!r} has *{param.name}: tools need named parameters so a schema can describe them"
+                )
+            if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r} has the positional-only parameter {param.name!r}; make it a normal parameter"
+                )
+            annotation = hints.get(param.name, param.annotation)
+            if isinstance(annotation, str):
+                annotation = _resolve(function, annotation, self.name, param.name)
+            if annotation is inspect.Parameter.empty:
+                annotation = Any
+            if _is_run_context(annotation):
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: RunContext must be the first parameter, not {param.name!r}"
+                )
+            doc = param_docs.get(param.name)
+            if doc:
+                annotation = Annotated[annotation, msgspec.Meta(description=doc)]
+            elif require_descriptions:
+                raise ToolDefinitionError(f"tool {self.name!r}: parameter {param.name!r} has no description")
+            if param.default is inspect.Parameter.empty:
+                fields.append((param.name, annotation))
+            else:
+                fields.append((param.name, annotation, param.default))
+        try:
+            self.args_type = msgspec.defstruct(
+                f"{self.name}_args", fields, kw_only=True, forbid_unknown_fields=True
+            )
+            schema = (
+                parameters_json_schema
+                if parameters_json_schema is not None
+                else strip_title(type_schema(self.args_type))
+            )
+        except (TypeError, ValueError) as exc:
+            raise ToolDefinitionError(
+                f"cannot build an argument schema for tool {self.name!r}: {exc}"
+            ) from exc
+        schema.setdefault("properties", {})
+        self.parameters_json_schema = schema
+        self._field_names = tuple(name for name, *_ in fields)
+        self._call_sync = None if self.is_async else function
+
+    def _definition(self) -> ToolDefinition:
+        kind: Literal["function", "external", "unapproved"] = "function"
+        if self.kind == "external":
+            kind = "external"
+        elif self.requires_approval is not False:
+            kind = "unapproved"
+        return ToolDefinition(
+            name=self.name,
+            parameters_json_schema=self.parameters_json_schema,
+            description=self.description,
+            strict=self.strict,
+            kind=kind,
+            sequential=self.sequential,
+            metadata=self.metadata,
+        )
+
+    # --- validation and calls ------------------------------------------------------------------
+
+    def validate_args(self, args: str | dict[str, Any] | None) -> Any:
+        """Decode and validate raw model arguments; raises `ValueError` subclasses on bad input.
+
+        Raises `bounded_json.JsonError` for malformed or oversized JSON and `msgspec.ValidationError`
+        for arguments that do not match the signature.
+        """
+        if self._validator is not None:
+            value = self._decode_plain(args)
+            check_against(self._validator, value)
+            return value
+        if args is None:
+            return msgspec.convert({}, self.args_type)
+        if isinstance(args, str):
+            if not args.strip():
+                return msgspec.convert({}, self.args_type)
+            return bounded_json.decode(args, type=self.args_type, limits=bounded_json.TOOL_ARGUMENTS)
+        return msgspec.convert(args, self.args_type)
+
+    @staticmethod
+    def _decode_plain(args: str | dict[str, Any] | None) -> Any:
+        if args is None:
+            return {}
+        if isinstance(args, str):
+            if not args.strip():
+                return {}
+            value = bounded_json.decode(args, type=dict[str, Any], limits=bounded_json.TOOL_ARGUMENTS)
+            return value
+        return args
+
+    def kwargs(self, args: Any) -> dict[str, Any]:
+        """The keyword arguments of a validated arguments object."""
+        if isinstance(args, dict):
+            return cast("dict[str, Any]", args)
+        return {name: getattr(args, name) for name in self._field_names}
+
+    async def call(self, ctx: RunContext[Any], args: Any) -> Any:
+        """Call the function with validated arguments (sync functions in a worker thread)."""
+        function = self.function
+        assert function is not None
+        kwargs = {name: getattr(args, name) for name in self._field_names}
+        if self.is_async:
+            if self.takes_ctx:
+                return await function(ctx, **kwargs)
+            return await function(**kwargs)
+        if self.takes_ctx:
+            return await run_in_thread(function, (ctx,), kwargs)
+        return await run_in_thread(function, (), kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r})"
+
+
+def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:
+    """Evaluate one string annotation in the function's module, or explain why it cannot be."""
+    namespace = dict(getattr(function, "__globals__", {}))
+    try:
+        return eval(annotation, namespace)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"tool {tool!r}: cannot resolve the annotation {annotation!r} of parameter {param!r} ({exc}); "
+            "define the type at module level (string annotations are evaluated in the function's module)"
+        ) from exc
+
+
+_executor_instance: Any = None
+_TOOL_THREADS = 40  # anyio's default worker-thread limit, so both backends allow the same parallelism
+
+
+def _executor() -> Any:
+    global _executor_instance
+    if _executor_instance is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _executor_instance = ThreadPoolExecutor(max_workers=_TOOL_THREADS, thread_name_prefix="ferrule-tool")
+    return _executor_instance
+
+
+def _call_kw(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return function(*args, **kwargs)
+
+
+async def run_in_thread(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run a blocking function in a worker thread with the caller's context variables.
+
+    Cancellation (a timeout or the run deadline) does not wait for the thread: the call's outcome
+    is then unknown, which the loop records for non-idempotent tools. On asyncio a shared executor
+    of 40 threads is used directly: it is several times cheaper per call than a generic thread hop.
+    """
+    # asyncio is only consulted when it is already imported: a trio program never pays for it.
+    asyncio = sys.modules.get("asyncio")
+    loop = asyncio._get_running_loop() if asyncio is not None else None  # pyright: ignore[reportPrivateUsage]
+    if loop is not None:
+        context = contextvars.copy_context()
+
+        def call() -> Any:
+            return context.run(function, *args, **kwargs)
+
+        return await loop.run_in_executor(_executor(), call)
+    return await anyio.to_thread.run_sync(_call_kw, function, args, kwargs, abandon_on_cancel=True)
+
+
+def as_tool(item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:
+    """`item` itself if it is a `Tool`, else a `Tool` built from the function."""
+    if isinstance(item, Tool):
+        return cast("Tool[Any]", item)
+    if not callable(item):
+        raise ToolDefinitionError(f"tools must be functions or Tool objects, got {item!r}")
+    return Tool(item)
+
+
+def args_error_details(error: Exception) -> list[dict[str, Any]] | str:
+    """Retry-prompt content describing why arguments were rejected."""
+    text = str(error)
+    path: str | None = getattr(error, "path", None)
+    msg = text
+    if " - at `" in text:
+        msg, _, rest = text.partition(" - at `")
+        path = rest.rstrip("`")
+    loc: list[Any] = []
+    if path:
+        for piece in path.removeprefix("$").replace("[", ".").replace("]", "").split("."):
+            if piece:
+                loc.append(int(piece) if piece.isdigit() else piece)
+    if isinstance(error, bounded_json.MalformedJsonError):
+        return f"The arguments are not valid JSON ({error.reason}); send a JSON object."
+    if isinstance(error, bounded_json.JsonLimitError):
+        return f"The arguments were rejected: {error}"
+    if isinstance(error, SchemaMismatch):
+        return [{"type": "invalid_argument", "loc": error.loc, "msg": str(error)}]
+    return [{"type": "invalid_argument", "loc": loc, "msg": msg}]

@@ -1,0 +1,353 @@
+"""Streaming: event order, partial output, text before tool calls, no retry after visible output."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from ferrule.agent import (
+    Agent,
+    DeferredToolCallsEvent,
+    FinalResultEvent,
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelRetry,
+    NativeOutput,
+    PartialOutputEvent,
+    PauseRequiredError,
+    RetryPolicy,
+    Tool,
+)
+from ferrule.agent.exceptions import OutputRetriesExceeded
+from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolReturnPart
+from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
+
+pytestmark = pytest.mark.anyio
+
+
+class City(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    population: int
+
+
+def turn(messages: Sequence[Message]) -> int:
+    """How many model responses the history already holds."""
+    return sum(isinstance(m, ModelResponse) for m in messages)
+
+
+def text_then_tool() -> Any:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        if turn(messages) == 0:
+            yield "Let me "
+            yield "check."
+            yield {0: DeltaToolCall(name="lookup", json_args='{"q":', tool_call_id="c1")}
+            yield {0: DeltaToolCall(json_args=' "x"}')}
+        else:
+            yield "It is "
+            yield "sunny."
+
+    return stream
+
+
+async def test_event_order_and_text_before_tool_call_is_not_final() -> None:
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    agent = Agent(FunctionModel(stream_function=text_then_tool()), tools=[lookup])
+    events: list[Any] = []
+    async with agent.run_stream("weather?") as stream:
+        async for event in stream:
+            events.append(event)
+    assert stream.result.output == "It is sunny."
+    kinds = [type(e).__name__ for e in events]
+    first_completed = kinds.index("ResponseCompleted")
+    # Raw model events of the first response come first, then the agent's tool events.
+    assert all(
+        k in ("PartStartEvent", "PartDeltaEvent", "PartEndEvent", "PartialOutputEvent")
+        for k in kinds[:first_completed]
+    )
+    assert kinds[first_completed + 1 : first_completed + 3] == [
+        "FunctionToolCallEvent",
+        "FunctionToolResultEvent",
+    ]
+    finals = [e for e in events if isinstance(e, FinalResultEvent)]
+    assert len(finals) == 1
+    assert finals[0].output == "It is sunny."
+    assert kinds[-1] == "FinalResultEvent"
+    tool_result = next(e for e in events if isinstance(e, FunctionToolResultEvent))
+    assert isinstance(tool_result.result, ToolReturnPart)
+    assert tool_result.result.content == "sunny"
+    # Each partial output event follows the raw delta that caused it.
+    for i, event in enumerate(events):
+        if isinstance(event, PartialOutputEvent):
+            assert isinstance(events[i - 1], (PartDeltaEvent, PartStartEvent))
+    partial_texts = [e.snapshot for e in events if isinstance(e, PartialOutputEvent)]
+    assert partial_texts == ["Let me ", "Let me check.", "It is ", "It is sunny."]
+
+
+async def test_stream_text_delta_and_snapshot() -> None:
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    agent = Agent(FunctionModel(stream_function=text_then_tool()), tools=[lookup])
+    async with agent.run_stream("x") as stream:
+        deltas = [d async for d in stream.stream_text(delta=True)]
+    assert deltas == ["Let me ", "check.", "It is ", "sunny."]
+    async with agent.run_stream("x") as stream:
+        snapshots = [s async for s in stream.stream_text()]
+    assert snapshots == ["Let me ", "Let me check.", "It is ", "It is sunny."]
+    assert stream.result.output == "It is sunny."
+
+
+def streamed_output_tool(chunks: list[str]) -> Any:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        yield {0: DeltaToolCall(name="final_result", tool_call_id="out")}
+        for chunk in chunks:
+            yield {0: DeltaToolCall(json_args=chunk)}
+
+    return stream
+
+
+async def test_partial_structured_output_from_tool_arguments() -> None:
+    chunks = ['{"na', 'me": "Par', 'is", "popu', 'lation": 21', "00000}"]
+    agent = Agent(FunctionModel(stream_function=streamed_output_tool(chunks)), output_type=City)
+    snapshots: list[Any] = []
+    typed: list[Any] = []
+    async with agent.run_stream("x") as stream:
+        async for event in stream:
+            if isinstance(event, PartialOutputEvent):
+                snapshots.append(event.snapshot)
+                if event.has_output:
+                    typed.append(event.output)
+    assert snapshots == [
+        {},
+        {"name": "Par"},
+        {"name": "Paris"},
+        {"name": "Paris"},
+        {"name": "Paris", "population": 2100000},
+    ]
+    # Only complete-enough snapshots convert to the output type.
+    assert typed == [City("Paris", 2100000)]
+    assert stream.result.output == City("Paris", 2100000)
+
+
+async def test_stream_output_yields_typed_partials_then_final() -> None:
+    class Story(msgspec.Struct):
+        title: str = ""
+        body: str = ""
+
+    chunks = ['{"title": "A', ' tale", "bo', 'dy": "Once', ' upon"}']
+    agent = Agent(FunctionModel(stream_function=streamed_output_tool(chunks)), output_type=Story)
+    async with agent.run_stream("x") as stream:
+        outputs = [o async for o in stream.stream_output()]
+    assert outputs[0] == Story(title="A")
+    assert Story("A tale", "Once upon") == outputs[-1]
+    assert all(isinstance(o, Story) for o in outputs)
+    titles = [o.title for o in outputs]
+    assert titles == sorted(titles, key=len)
+
+
+async def test_partials_violating_monotonic_assertions_are_suppressed() -> None:
+    # An unknown key (forbidden extra) and a wrong type can never become valid: no partials after them.
+    chunks = ['{"name": "A",', ' "zz": 1,', ' "population": 2}']
+    agent = Agent(
+        FunctionModel(stream_function=streamed_output_tool(chunks)), output_type=City, output_retries=0
+    )
+    snapshots: list[Any] = []
+
+    async def consume() -> None:
+        async with agent.run_stream("x") as stream:
+            async for event in stream:
+                if isinstance(event, PartialOutputEvent):
+                    snapshots.append(event.snapshot)
+
+    with pytest.raises(OutputRetriesExceeded, match="unknown field"):
+        await consume()
+    assert snapshots == [{"name": "A"}]
+
+
+async def test_partial_native_output_from_text() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for chunk in ['{"name": "Ro', 'me", "population": ', "5}"]:
+            yield chunk
+
+    agent = Agent(FunctionModel(stream_function=stream), output_type=NativeOutput(City))
+    async with agent.run_stream("x") as stream:
+        snapshots = [e.snapshot async for e in stream if isinstance(e, PartialOutputEvent)]
+    assert snapshots == [{"name": "Ro"}, {"name": "Rome"}, {"name": "Rome", "population": 5}]
+    assert stream.result.output == City("Rome", 5)
+
+
+async def test_partial_validator_retry_suppresses_snapshot() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for chunk in ["ok ", "bad ", "fine"]:
+            yield chunk
+
+    seen_partial: list[bool] = []
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    @agent.output_validator
+    def no_bad(ctx: Any, output: str) -> str:
+        seen_partial.append(ctx.partial_output)
+        if ctx.partial_output and output.endswith("bad "):
+            raise ModelRetry("no")
+        return output
+
+    async with agent.run_stream("x") as stream:
+        snapshots = [e.snapshot async for e in stream if isinstance(e, PartialOutputEvent)]
+    assert snapshots == ["ok ", "ok bad fine"]
+    assert seen_partial == [True, True, True, False]
+
+
+async def test_failure_after_visible_output_is_not_retried() -> None:
+    attempts = 0
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        nonlocal attempts
+        attempts += 1
+        yield "visible"
+        raise ServerError("stream broke", provider_name="function")
+
+    agent = Agent(
+        FunctionModel(stream_function=stream), retry_policy=RetryPolicy(max_retries=3, initial_delay=0)
+    )
+    seen: list[Any] = []
+
+    async def consume() -> None:
+        async with agent.run_stream("x") as s:
+            async for event in s:
+                seen.append(event)
+
+    with pytest.raises(ServerError, match="stream broke"):
+        await consume()
+    assert attempts == 1
+    assert any(isinstance(e, PartDeltaEvent) for e in seen)
+
+
+async def test_failure_before_first_event_is_retried() -> None:
+    attempts = 0
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise ServerError("overloaded", provider_name="function")
+        yield "finally"
+
+    agent = Agent(
+        FunctionModel(stream_function=stream), retry_policy=RetryPolicy(max_retries=3, initial_delay=0)
+    )
+    async with agent.run_stream("x") as s:
+        assert await s.get_output() == "finally"
+    assert attempts == 3
+
+
+async def test_leaving_the_stream_early_cancels_and_drains_the_run() -> None:
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def slow() -> str:
+        started.set()
+        try:
+            await anyio.sleep(10)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return "x"
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        yield {0: DeltaToolCall(name="slow", json_args="{}", tool_call_id="s")}
+
+    agent = Agent(FunctionModel(stream_function=stream), tools=[slow])
+    async with agent.run_stream("x") as s:
+        async for event in s:
+            if isinstance(event, FunctionToolCallEvent):
+                await started.wait()
+                break
+    assert cancelled.is_set()
+    assert not s.done
+
+
+async def test_cancel_method_ends_the_stream() -> None:
+    from ferrule.agent.exceptions import RunCancelledError
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        yield "a"
+        await anyio.sleep(10)
+        yield "b"
+
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    async def consume() -> None:
+        async with agent.run_stream("x") as s:
+            async for event in s:
+                if isinstance(event, PartDeltaEvent):
+                    s.cancel()
+
+    with pytest.raises(RunCancelledError):
+        await consume()
+
+
+async def test_event_handler_on_run_receives_the_same_events() -> None:
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    agent = Agent(FunctionModel(stream_function=text_then_tool()), tools=[lookup])
+    handled: list[Any] = []
+
+    async def handler(event: Any) -> None:
+        handled.append(event)
+
+    result = await agent.run("x", event_handler=handler)
+    assert result.output == "It is sunny."
+    assert sum(isinstance(e, ResponseCompleted) for e in handled) == 2
+    assert isinstance(handled[-1], FinalResultEvent)
+
+
+async def test_buffered_function_model_streams_part_by_part() -> None:
+    def fn(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("whole answer")])
+
+    async with Agent(FunctionModel(fn)).run_stream("x") as s:
+        events = [e async for e in s]
+    assert [type(e) for e in events[:4]] == [PartStartEvent, PartDeltaEvent, PartialOutputEvent, PartEndEvent]
+    assert s.result.output == "whole answer"
+
+
+async def test_stream_that_pauses() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        yield {0: DeltaToolCall(name="danger", json_args="{}", tool_call_id="d")}
+
+    def danger() -> str:
+        return "done"
+
+    agent = Agent(FunctionModel(stream_function=stream), tools=[Tool(danger, requires_approval=True)])
+    async with agent.run_stream("x") as s:
+        events = [e async for e in s]
+    assert isinstance(events[-1], DeferredToolCallsEvent)
+    assert s.paused is not None
+    with pytest.raises(PauseRequiredError):
+        _ = s.result
+
+
+async def test_stream_errors_reach_the_consumer_unwrapped() -> None:
+    class Oops(Exception):
+        pass
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        yield {0: DeltaToolCall(name="bad", json_args="{}", tool_call_id="b")}
+
+    def bad() -> str:
+        raise Oops
+
+    agent = Agent(FunctionModel(stream_function=stream), tools=[bad])
+    with pytest.raises(Oops):
+        async with agent.run_stream("x") as s:
+            await s.get_output()
+    assert isinstance(s.all_messages()[-1], ModelRequest)
