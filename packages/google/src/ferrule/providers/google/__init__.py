@@ -1,0 +1,78 @@
+"""Google Gemini for ferrule: the Gemini API and Vertex AI on one GenerateContent client.
+
+```python
+from ferrule.providers.google import GoogleModel, GoogleProvider
+
+model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="..."))
+```
+
+`import ferrule.providers.google` is cheap: names load on first use. The wire codec is the public
+module [`ferrule.providers.google.codec`][]; Vertex AI's entry point lives in
+[`ferrule.providers.google.vertex`][].
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._files import DiscoveryLimits, FileLimits, GoogleFile, GoogleModelInfo, ModelList
+    from ._model import GoogleModel, decode_count_tokens
+    from ._profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
+    from ._provider import GoogleProvider, GoogleProviderBase, VertexAIProvider, regional_api_base
+
+__all__ = [
+    "DiscoveryLimits",
+    "FileLimits",
+    "GeminiFamily",
+    "GoogleFile",
+    "GoogleModel",
+    "GoogleModelInfo",
+    "GoogleModelTraits",
+    "GoogleProvider",
+    "GoogleProviderBase",
+    "ModelList",
+    "VertexAIProvider",
+    "decode_count_tokens",
+    "family_of",
+    "infer_model",
+    "profile_for",
+    "regional_api_base",
+    "traits_for",
+]
+
+_LAZY = {
+    "DiscoveryLimits": "_files",
+    "FileLimits": "_files",
+    "GoogleFile": "_files",
+    "GoogleModelInfo": "_files",
+    "ModelList": "_files",
+    "GoogleModel": "_model",
+    "decode_count_tokens": "_model",
+    "GeminiFamily": "_profiles",
+    "GoogleModelTraits": "_profiles",
+    "family_of": "_profiles",
+    "profile_for": "_profiles",
+    "traits_for": "_profiles",
+    "GoogleProvider": "_provider",
+    "GoogleProviderBase": "_provider",
+    "VertexAIProvider": "_provider",
+    "regional_api_base": "_provider",
+}
+
+
+def infer_model(model_name: str) -> GoogleModel:
+    """The `google-gla:` / `gemini:` entry point: a Gemini API model, keyed from `GEMINI_API_KEY`/`GOOGLE_API_KEY`."""
+    from ._model import GoogleModel
+
+    return GoogleModel(model_name)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ferrule.providers.google' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

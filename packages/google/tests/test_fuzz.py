@@ -1,0 +1,224 @@
+"""Fuzzing the decoders with recorded Gemini bodies as seeds (bounded, deterministic).
+
+Whatever the bytes, the decoders either return a complete response (with a finish reason) or raise
+`ResponseDecodeError` — or, when the mutated body still says so, the typed error it carries
+(`ContentFilterError` for a filter verdict, the mapped `ProviderError` for an `error` object). No
+other exception, no hang, no empty success.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
+from ferrule.core.sse import SseParser
+from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
+from tests.support.cassettes import cassette_root, iter_interactions
+
+MAX_SEED_BYTES = 48 * 1024
+FUZZ = settings(
+    max_examples=250,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _seeds() -> tuple[list[bytes], list[bytes]]:
+    buffered: list[bytes] = []
+    streamed: list[bytes] = []
+    for it in iter_interactions("models/cassettes/test_google", "models/google"):
+        if "enerateContent" not in it.uri:
+            continue
+        data = it.response_bytes
+        if len(data) > MAX_SEED_BYTES:
+            continue
+        (streamed if it.is_stream else buffered).append(data)
+    # Hand-written seeds cover the rare shapes even without the shared recordings.
+    buffered += [
+        b'{"promptFeedback": {"blockReason": "SAFETY"}}',
+        b'{"candidates": [{"content": {"parts": [{"text": "a", "thought": true}, {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "U0lH"}]}, "finishReason": "STOP"}]}',
+        b'{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}',
+    ]
+    streamed += [
+        b'data: {"candidates": [{"content": {"parts": [{"text": "He"}]}}]}\r\n\r\n'
+        b'data: {"candidates": [{"content": {"parts": [{"text": "llo", "thoughtSignature": "U0lH"}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}}\r\n\r\n'
+    ]
+    return buffered, streamed
+
+
+BUFFERED, STREAMED = _seeds()
+RECORDED = cassette_root() is not None
+
+
+def _acceptable(exc: ProviderError, data: bytes) -> bool:
+    if isinstance(exc, ResponseDecodeError):
+        return True
+    if isinstance(exc, ContentFilterError):
+        return b"blockReason" in data or b"finishReason" in data
+    return b"error" in data
+
+
+def _outcome(decode: Any, data: bytes) -> Any:
+    """The decoded response, or the `ProviderError` raised (any other exception propagates)."""
+    try:
+        return decode(data)
+    except ProviderError as exc:
+        return exc
+
+
+def _check(decode: Any, data: bytes) -> None:
+    outcome = _outcome(decode, data)
+    if isinstance(outcome, ProviderError):
+        assert _acceptable(outcome, data), repr(outcome)
+    else:
+        assert outcome.finish_reason is not None
+        assert outcome.raw_finish_reason is not None
+
+
+@st.composite
+def byte_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
+    data = bytearray(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "duplicate"]))
+        if not data:
+            break
+        at = draw(st.integers(0, len(data) - 1))
+        if op == "truncate":
+            del data[at:]
+        elif op == "flip":
+            data[at] = draw(st.integers(0, 255))
+        elif op == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete":
+            del data[at : at + draw(st.integers(1, 16))]
+        else:
+            end = min(len(data), at + draw(st.integers(1, 64)))
+            data[at:at] = data[at:end]
+    return bytes(data)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+WIRE_KEYS = st.sampled_from(
+    [
+        "candidates",
+        "content",
+        "parts",
+        "text",
+        "thought",
+        "thoughtSignature",
+        "functionCall",
+        "args",
+        "name",
+        "id",
+        "inlineData",
+        "data",
+        "mimeType",
+        "executableCode",
+        "codeExecutionResult",
+        "toolCall",
+        "toolResponse",
+        "finishReason",
+        "usageMetadata",
+        "promptTokenCount",
+        "groundingMetadata",
+        "promptFeedback",
+        "blockReason",
+        "error",
+        "index",
+    ]
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, (*prefix, index))
+    return out
+
+
+@st.composite
+def json_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
+    document = json.loads(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(document)
+        path = draw(st.sampled_from(paths[:500]))
+        replacement = draw(JSON_VALUES)
+        if not path:
+            document = replacement
+            continue
+        parent = document
+        for step in path[:-1]:
+            parent = parent[step]
+        if isinstance(parent, dict) and draw(st.booleans()):
+            parent[draw(WIRE_KEYS)] = replacement
+        else:
+            parent[path[-1]] = replacement
+    return json.dumps(document).encode()
+
+
+@FUZZ
+@given(byte_mutations(BUFFERED))
+def test_buffered_bytes(data: bytes) -> None:
+    _check(decode_response, data)
+
+
+@FUZZ
+@given(json_mutations(BUFFERED))
+def test_buffered_structure(data: bytes) -> None:
+    _check(decode_response, data)
+
+
+@FUZZ
+@given(byte_mutations(STREAMED))
+def test_streamed_bytes(data: bytes) -> None:
+    _check(decode_stream, data)
+
+
+@FUZZ
+@given(st.sampled_from(STREAMED), st.lists(st.integers(1, 200), min_size=1, max_size=40), st.integers(0, 3))
+def test_streamed_incrementally(data: bytes, sizes: list[int], cut: int) -> None:
+    """The incremental path (SSE parser + StreamDecoder) with any chunking, possibly cut short."""
+    if cut:
+        data = data[: len(data) * cut // 4]
+
+    def run(data: bytes) -> Any:
+        parser = SseParser()
+        decoder = StreamDecoder()
+        position = 0
+        for size in sizes * (len(data) // max(sum(sizes), 1) + 1):
+            if position >= len(data):
+                break
+            for event in parser.feed(data[position : position + size]):
+                decoder.feed(event.data)
+            position += size
+        for event in parser.close():
+            decoder.feed(event.data)
+        return decoder.finish()[-1].response  # pyright: ignore[reportAttributeAccessIssue]
+
+    _check(run, data)
+
+
+@pytest.mark.skipif(not RECORDED, reason="seeds from the shared recordings are absent")
+def test_seed_corpus_is_real() -> None:
+    assert len(BUFFERED) >= 50
+    assert len(STREAMED) >= 5
