@@ -235,6 +235,23 @@ async def test_error_bodies_map_to_error_classes(
         assert raised.retry_after == 37.0
 
 
+async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: Callable[..., Any]) -> None:
+    body = google_error(
+        429,
+        "RESOURCE_EXHAUSTED",
+        "Quota exceeded.",
+        details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}],
+    )
+
+    def handler(conn: Any, request: Any) -> None:
+        conn.respond(429, body, {"content-type": "application/json"})
+
+    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
+    with pytest.raises(RateLimitError) as info:
+        await model.request(CALL)
+    assert info.value.retry_after == 12.0
+
+
 async def test_error_body_capture_is_opt_in_and_redacted(serve: Callable[..., Any]) -> None:
     echoed = google_error(400, "INVALID_ARGUMENT", f"bad request for key {KEY}")
 

@@ -130,6 +130,11 @@ class Provider:
         del status
         return parse_error_body(body, max_bytes=self.limits.max_error_body_bytes)
 
+    def _retry_after_from_body(self, status: int, body: bytes) -> float | None:
+        """Seconds to wait that the error body names, for APIs that send no `Retry-After` header."""
+        del status, body
+        return None
+
     def _classify_error(self, status: int, code: str | None, message: str | None) -> ErrorCategory | None:
         """The category of an error response when the status alone is not enough; `None` uses the status."""
         del status, code, message
@@ -518,6 +523,9 @@ class _Call:
             body_complete=complete,
             category=category,
         )
+        if error.retry_after is None:
+            # Some APIs (Gemini's `retryDelay`) put the wait in the body instead of a header.
+            error.retry_after = self.provider._retry_after_from_body(status, body)
         _log.debug("%s %s failed: %s", self.request.method, self.url, error)
         return error
 

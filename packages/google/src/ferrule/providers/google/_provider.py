@@ -88,10 +88,40 @@ class GoogleProviderBase(Provider):
             return category
         return None
 
+    def _retry_after_from_body(self, status: int, body: bytes) -> float | None:
+        return retry_delay_from_body(body) if status == 429 or status >= 500 else None
+
     @staticmethod
     def _check_method(method: str) -> None:
         if method not in _METHODS:
             raise UserError(f"{method!r} is not a GenerateContent method ({', '.join(sorted(_METHODS))})")
+
+
+class _ErrorDetails(msgspec.Struct):
+    details: list[dict[str, Any]] = msgspec.field(default_factory=list[dict[str, Any]])
+
+
+class _ErrorEnvelope(msgspec.Struct):
+    error: _ErrorDetails | None = None
+
+
+_RETRY_DELAY = re.compile(r"(\d+(?:\.\d+)?)s")
+_ENVELOPE_DECODER = msgspec.json.Decoder(_ErrorEnvelope)
+
+
+def retry_delay_from_body(body: bytes) -> float | None:
+    """Seconds from a `google.rpc.RetryInfo` `retryDelay` (e.g. `"27s"`) in an error body, if present."""
+    try:
+        envelope = _ENVELOPE_DECODER.decode(body)
+    except msgspec.DecodeError:  # malformed or not the documented shape: no hint
+        return None
+    if envelope.error is None:
+        return None
+    for detail in envelope.error.details:
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and (match := _RETRY_DELAY.fullmatch(delay.strip())):
+            return float(match.group(1))
+    return None
 
 
 def _model_id(model_name: str, what: str = "model") -> str:
