@@ -76,3 +76,18 @@ def test_whole_parts_start_and_end_at_once_and_end_by_key() -> None:
     b.text("b", key="t1")  # the ended part is not reopened
     b.finish()
     assert [type(p) for p in b.parts] == [TextPart, NativeToolReturnPart, TextPart]
+
+
+def test_text_part_details_and_citations_accumulate() -> None:
+    b = ResponseBuilder()
+    b.text("a", key=0, citations=[{"url": "https://e.com/1"}])
+    b.text("b", key=0, provider_details={"signature": "s1"}, citations=[{"url": "https://e.com/2"}])
+    b.text("", key=0, provider_details={"extra": 1})
+    b.finish()
+    assert b.parts == [
+        TextPart(
+            "ab",
+            provider_details={"signature": "s1", "extra": 1},
+            citations=[{"url": "https://e.com/1"}, {"url": "https://e.com/2"}],
+        )
+    ]

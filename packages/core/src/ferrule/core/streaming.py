@@ -74,20 +74,30 @@ class ResponseBuilder:
         key: Hashable | None = None,
         id: str | None = None,
         provider_name: str | None = None,
+        provider_details: dict[str, Any] | None = None,
+        citations: list[dict[str, Any]] | None = None,
     ) -> list[ModelStreamEvent]:
-        """Append text; starts a new text part when needed. Empty deltas produce no event."""
+        """Append text; starts a new text part when needed. Empty deltas produce no event.
+
+        `provider_details` are merged into the part's; `citations` are appended to its list.
+        """
         index = self._find(key, TextPart)
+        events: list[ModelStreamEvent] = []
         if index is None:
-            if not delta:
+            if not delta and provider_details is None and citations is None:
                 return []
             index, events = self._start(TextPart(content="", id=id, provider_name=provider_name), key)
-            self._open[index].chunks.append(delta)
+        entry = self._open[index]
+        part = entry.part
+        assert isinstance(part, TextPart)
+        if provider_details is not None:
+            part.provider_details = {**(part.provider_details or {}), **provider_details}
+        if citations:
+            part.citations = [*(part.citations or ()), *citations]
+        if delta:
+            entry.chunks.append(delta)
             events.append(PartDeltaEvent(index, TextPartDelta(delta)))
-            return events
-        if not delta:
-            return []
-        self._open[index].chunks.append(delta)
-        return [PartDeltaEvent(index, TextPartDelta(delta))]
+        return events
 
     def thinking(
         self,
