@@ -3,8 +3,8 @@
 Nothing here loops over characters in Python, and nothing builds JSON values. The check runs in
 stages, each of which only runs when the previous ones could not rule a limit out:
 
-1. `plan`: from the length and a few `bytes.count` calls, decide which limits the document could
-   possibly exceed. Small documents stop here.
+1. From the length and a few `bytes.count` calls, decide which limits the document could possibly
+   exceed. Small documents stop here.
 2. Escaped backslashes and quotes are overwritten with two neutral bytes (one C-level `re.sub`,
    positions unchanged), so that every remaining `"` delimits a string and strings match as
    `"[^"]*"`, which the regex engine runs as a memchr-like loop.
@@ -12,18 +12,20 @@ stages, each of which only runs when the previous ones could not rule a limit ou
    quote-anchored search for over-long gaps between quotes. Both over-approximate (a run inside a
    string also counts), so they only decide whether the exact scan needs to look at that limit.
 4. The exact scan: one compiled pattern consumes a run of unremarkable content in C and stops at a
-   token Python must look at (a bracket, a string that is long or holds a comma, an over-long
-   number, the end). When only depth matters, the pattern also swallows whole containers up to a
-   few levels deep, so Python sees roughly one token per large subtree rather than per container.
+   token Python must look at (a bracket, a member separator when counting, a string or number
+   over its bound, the end). The pattern also swallows whole containers up to a few levels deep,
+   with their member counts bounded by counted repetitions, so Python takes roughly one step per
+   large subtree, and long collections are counted in chunks of separators.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
-__all__ = ["LimitExceeded", "Malformed", "Plan", "check", "plan"]
+__all__ = ["LimitExceeded", "Malformed", "Plan", "check"]
 
 
 class LimitExceeded(Exception):
@@ -53,38 +55,14 @@ class Plan(NamedTuple):
     strings: bool
     numbers: bool
 
-    @property
-    def empty(self) -> bool:
-        return not (self.depth or self.items or self.strings or self.numbers)
-
-
-def plan(
-    buf: bytes | bytearray,
-    *,
-    max_depth: int,
-    max_string_bytes: int,
-    max_items: int,
-    max_number_chars: int,
-) -> Plan:
-    """Decide from cheap C-level counts which limits `buf` could possibly exceed."""
-    n = len(buf)
-    # A string's decoded UTF-8 is never longer than its encoded content, which is at most n - 2.
-    strings = n - 2 > max_string_bytes
-    numbers = n > max_number_chars
-    # Brackets inside strings only make the count larger, so this bound is conservative.
-    depth = n > max_depth and buf.count(b"[") + buf.count(b"{") > max_depth
-    # A collection with more than max_items members has at least max_items separating commas.
-    items = n > 2 * max_items and buf.count(b",") >= max_items
-    return Plan(depth=depth, items=items, strings=strings, numbers=numbers)
-
 
 _NUMBER_CHARS: Final = rb"\-+.0-9eE"
 _NUMBER_RUN: Final = re.compile(rb"[" + _NUMBER_CHARS + rb"]*")
 _NUMBER_MARKS: Final = bytes(0x31 if chr(c) in "-+.0123456789eE" else 0x20 for c in range(256))
 # Escaped backslashes and quotes, overwritten so that every remaining quote delimits a string.
 _ESCAPED_QUOTE_OR_BACKSLASH: Final = re.compile(rb'\\[\\"]')
-# How many container levels one regex match may swallow when only depth is checked. Deeper
-# swallowing means fewer Python steps but more rescanning when a subtree turns out too deep.
+# How many container levels one regex match may swallow. Deeper swallowing means fewer Python
+# steps but more rescanning when a subtree turns out too deep (or too long) to be swallowed.
 _SWALLOW_LEVELS: Final = 4
 
 
@@ -105,6 +83,9 @@ def _long_gap(max_string_bytes: int) -> re.Pattern[bytes]:
 # end or before a member that cannot be swallowed; the scan then stays on smaller chunks for that
 # collection until the obstacle is behind it, so failed attempts do not rescan the same members.
 _CHUNK_LEVELS: Final = ((256, 16), (16,), ())
+# Chunks are only tried in collections that have already shown this many members one by one:
+# most collections Python sees are objects with a few members, where chunks would just fail.
+_CHUNK_AFTER: Final = 16
 
 
 @functools.lru_cache(maxsize=128)
@@ -238,24 +219,26 @@ def check(
     Raises `LimitExceeded` or `Malformed`. Syntax beyond bracket matching and string termination
     is left to the decoder.
     """
-    checks = plan(
-        buf,
-        max_depth=max_depth,
-        max_string_bytes=max_string_bytes,
-        max_items=max_items,
-        max_number_chars=max_number_chars,
-    )
-    if checks.empty:
+    # Every check skipped here is provably satisfied.
+    n = len(buf)
+    # A string's decoded UTF-8 is never longer than its encoded content, which is at most n - 2.
+    strings = n - 2 > max_string_bytes
+    numbers = n > max_number_chars
+    # Brackets inside strings only make the count larger, so this bound is conservative.
+    depth = n > max_depth and buf.count(b"[") + buf.count(b"{") > max_depth
+    # A collection with more than max_items members has at least max_items separating commas.
+    items = n > 2 * max_items and buf.count(b",") >= max_items
+    if not (depth or items or strings or numbers):
         return
     text = _neutralize_escapes(buf)
-    numbers = checks.numbers and b"1" * (max_number_chars + 1) in text.translate(_NUMBER_MARKS)
-    strings = checks.strings and _long_gap(max_string_bytes).search(text) is not None
-    if not (checks.depth or checks.items or numbers or strings):
+    numbers = numbers and b"1" * (max_number_chars + 1) in text.translate(_NUMBER_MARKS)
+    strings = strings and _long_gap(max_string_bytes).search(text) is not None
+    if not (depth or items or numbers or strings):
         return
     _scan(
         text,
         buf,
-        Plan(depth=checks.depth, items=checks.items, strings=strings, numbers=numbers),
+        Plan(depth=depth, items=items, strings=strings, numbers=numbers),
         max_depth=max_depth,
         max_string_bytes=max_string_bytes,
         max_items=max_items,
@@ -280,23 +263,25 @@ def _scan(
     items = max_items if checks.items else None
     swallow = _SWALLOW_LEVELS if structure else 0
     # patterns[level][b] swallows containers at most b levels deep (b shrinks near max_depth) and
-    # counts separators with the chunk sizes of `level`.
-    patterns = [
-        [
-            _pattern(structure, items, string_bound, number_bound, budget, level).match
-            for budget in range(swallow + 1)
-        ]
-        for level in range(len(_CHUNK_LEVELS) if items is not None else 1)
+    # counts separators with the chunk sizes of `level`; each is compiled on first use.
+    patterns: list[list[Callable[[bytes | bytearray, int], re.Match[bytes] | None] | None]] = [
+        [None] * (swallow + 1) for _ in range(len(_CHUNK_LEVELS) if items is not None else 1)
     ]
     # A chunk of some size means every larger one failed: continue at the level it leads.
     chunk_results = {f"k{sizes[0]}": (sizes[0], level) for level, sizes in enumerate(_CHUNK_LEVELS) if sizes}
     single_level = len(_CHUNK_LEVELS) - 1 if items is not None else 0
     openers: list[int] = []
     commas: list[int] = []
-    levels: list[int] = [0]  # chunk level per open collection, plus one for the top level
+    levels: list[int] = [single_level]  # chunk level per open collection, plus the top level
     pos = 0
     while True:
-        m = patterns[levels[-1]][min(swallow, max_depth - len(openers))](text, pos)
+        level = levels[-1]
+        budget = min(swallow, max_depth - len(openers))
+        match = patterns[level][budget]
+        if match is None:
+            match = _pattern(structure, items, string_bound, number_bound, budget, level).match
+            patterns[level][budget] = match
+        m = match(text, pos)
         if m is None:  # pragma: no cover - the empty fallback alternative always matches
             raise Malformed("unexpected input", pos)
         kind = m.lastgroup
@@ -304,7 +289,8 @@ def _scan(
         if kind == "m":
             if commas:
                 commas[-1] += 1
-            levels[-1] = single_level
+                # Singles until the collection proves long; a single after a chunk means it failed.
+                levels[-1] = 0 if level == single_level and commas[-1] == _CHUNK_AFTER else single_level
         elif kind in chunk_results:
             size, level = chunk_results[kind]
             if commas:
@@ -313,7 +299,7 @@ def _scan(
         elif kind == "o":
             openers.append(text[end - 1])
             commas.append(0)
-            levels.append(0)
+            levels.append(single_level)
             if len(openers) > max_depth:
                 raise LimitExceeded("max_depth", len(openers), end - 1)
         elif kind == "c":
@@ -323,14 +309,16 @@ def _scan(
             if text[end - 1] - openers.pop() != 2:
                 raise Malformed(f"mismatched {chr(text[end - 1])!r}", end - 1)
             levels.pop()
-            levels[-1] = 0  # the child that stopped the chunks is behind us
             # k members are separated by k - 1 commas.
             seen = commas.pop()
+            if commas and commas[-1] >= _CHUNK_AFTER:
+                levels[-1] = 0  # the child that stopped the chunks is behind us
             if items is not None and seen >= items:
                 raise LimitExceeded("max_items", seen + 1, end - 1)
         elif kind == "s":
             start = m.start("s")
-            levels[-1] = 0
+            if commas and commas[-1] >= _CHUNK_AFTER:
+                levels[-1] = 0  # the string that stopped the chunks is behind us
             if string_bound is not None and end - start - 2 > string_bound:
                 decoded = _decoded_length(original, text, start + 1, end - 1)
                 if decoded > string_bound:

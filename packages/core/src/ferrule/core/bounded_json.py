@@ -31,6 +31,7 @@ from .errors import FerruleError
 __all__ = [
     "CLI_CONFIG",
     "HISTORY",
+    "MAX_SUPPORTED_DEPTH",
     "MCP",
     "PAUSED_STATE",
     "PROFILES",
@@ -58,6 +59,8 @@ JsonInput = bytes | bytearray | memoryview | str
 MAX_SUPPORTED_DEPTH: Final = 512
 """The largest `max_depth` a profile may set: msgspec recurses once per nesting level on the C stack."""
 
+# Counts are compiled into regular expressions, whose repetition bounds are 32-bit.
+_MAX_LIMIT: Final = 2**31 - 1
 _KIB: Final = 1024
 _MIB: Final = 1024 * 1024
 
@@ -84,8 +87,8 @@ class JsonLimits(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for field in ("max_bytes", "max_depth", "max_string_bytes", "max_items", "max_number_chars"):
             value = getattr(self, field)
-            if type(value) is not int or value < 0:
-                raise ValueError(f"JsonLimits.{field} must be a non-negative int, got {value!r}")
+            if type(value) is not int or not 0 <= value <= _MAX_LIMIT:
+                raise ValueError(f"JsonLimits.{field} must be an int from 0 to 2**31 - 1, got {value!r}")
         if self.max_bytes < 1 or self.max_number_chars < 1 or self.max_items < 1:
             # Item counting works on separators, so it cannot tell an empty collection from one member.
             raise ValueError("JsonLimits.max_bytes, max_items and max_number_chars must be at least 1")
@@ -378,6 +381,10 @@ def _get_decoder(
         return msgspec.json.Decoder(tp, dec_hook=dec_hook, strict=strict)
 
 
+_UNTYPED_STRICT: Final = msgspec.json.Decoder()
+_UNTYPED_LAX: Final = msgspec.json.Decoder(strict=False)
+
+
 @overload
 def decode(
     data: JsonInput,
@@ -413,7 +420,10 @@ def decode(
     """
     buf = _as_buffer(data, limits)
     _preflight(buf, limits)
-    decoder = _get_decoder(type, dec_hook, strict)
+    if type is Any and dec_hook is None:
+        decoder = _UNTYPED_STRICT if strict else _UNTYPED_LAX
+    else:
+        decoder = _get_decoder(type, dec_hook, strict)
     try:
         return decoder.decode(buf)
     except msgspec.ValidationError as exc:
