@@ -1,0 +1,145 @@
+"""ferrule tools and agents served as MCP servers, called by the SDK's own client (in process and over HTTP)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn
+from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.errors import UserError
+from ferrule.core.messages import (
+    BinaryContent,
+    Message,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from ferrule.core.url_policy import UrlPolicy
+from ferrule.mcp import MCPServerHTTP, MCPServerInProcess, expose_agent, expose_tools
+
+pytestmark = pytest.mark.anyio
+
+PNG = b"\x89PNG\r\n\x1a\n-not-really"
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+def greet(ctx: RunContext[str], name: str) -> str:
+    """Greet someone.
+
+    Args:
+        name: Who to greet.
+    """
+    return f"{ctx.deps}, {name}!"
+
+
+def midpoint(a: Point, b: Point) -> Point:
+    """The point halfway between two points."""
+    return Point((a.x + b.x) // 2, (a.y + b.y) // 2)
+
+
+def picture() -> ToolReturn:
+    """A picture with a caption."""
+    return ToolReturn(
+        return_value="a tiny picture", content=[BinaryContent(data=PNG, media_type="image/png")]
+    )
+
+
+def picky(word: str) -> str:
+    """Accepts only 'please'."""
+    if word != "please":
+        raise ModelRetry("Say please.")
+    return "thank you"
+
+
+def broken() -> str:
+    """Always raises."""
+    raise KeyError("internal detail")
+
+
+TOOLS = [greet, midpoint, picture, picky, broken]
+
+
+async def test_tools_served_in_process_to_the_sdk_client() -> None:
+    exposed = expose_tools(TOOLS, name="toolbox", deps="Hello")
+    async with Client(exposed.sdk_server, cache=None) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(listed) == ["broken", "greet", "midpoint", "picky", "picture"]
+        assert listed["greet"].input_schema["properties"]["name"]["description"] == "Who to greet."
+        assert (await client.call_tool("greet", {"name": "Ada"})).content[0].text == "Hello, Ada!"
+        mid = await client.call_tool("midpoint", {"a": {"x": 0, "y": 0}, "b": {"x": 4, "y": 2}})
+        assert mid.structured_content == {"x": 2, "y": 1}
+        pic = await client.call_tool("picture", {})
+        assert pic.content[0].text == "a tiny picture"
+        assert base64.b64decode(pic.content[1].data) == PNG
+        assert pic.content[1].mime_type == "image/png"
+        refused = await client.call_tool("picky", {"word": "now"})
+        assert refused.is_error
+        assert refused.content[0].text == "Say please."
+        invalid = await client.call_tool("greet", {"name": 3})
+        assert invalid.is_error
+        assert "Invalid arguments for tool 'greet'" in invalid.content[0].text
+        failed = await client.call_tool("broken", {})
+        assert failed.is_error
+        assert failed.content[0].text == "Tool 'broken' failed (KeyError)."
+        assert "internal detail" not in failed.content[0].text
+
+
+def test_tools_that_need_decisions_cannot_be_served() -> None:
+    with pytest.raises(UserError, match="approval or external decision"):
+        expose_tools([Tool(greet, requires_approval=True)])
+    with pytest.raises(UserError, match="at least one tool"):
+        expose_tools([])
+
+
+def _echo_agent() -> Agent[Any, str]:
+    def answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        prompt = messages[0].parts[-1].content  # type: ignore[union-attr]
+        return ModelResponse(parts=[TextPart(f"you asked: {prompt}")])
+
+    return Agent(FunctionModel(answer), name="echo")
+
+
+async def test_agent_served_as_one_tool() -> None:
+    exposed = expose_agent(_echo_agent())
+    async with Client(exposed.sdk_server, cache=None) as client:
+        (tool,) = (await client.list_tools()).tools
+        assert tool.name == "ask_echo"
+        assert tool.input_schema["required"] == ["prompt"]
+        result = await client.call_tool("ask_echo", {"prompt": "why?"})
+    assert result.content[0].text == "you asked: why?"
+
+
+async def test_a_ferrule_agent_uses_another_ferrule_agent_through_mcp() -> None:
+    inner = MCPServerInProcess(expose_agent(_echo_agent()).sdk_server, id="echo")
+
+    def outer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart(tool_name="ask_echo", args={"prompt": "ping"})])
+        return ModelResponse(parts=[TextPart(str(returns[0].content))])
+
+    result = await Agent(FunctionModel(outer), toolsets=[inner]).run("go")
+    assert result.output == "you asked: ping"
+
+
+async def test_tools_served_over_streamable_http(events: Any) -> None:
+    from .conftest import HttpServer  # type: ignore[import-not-found]
+
+    exposed = expose_tools([greet], name="toolbox", deps="Hi")
+    with HttpServer(exposed.http_app) as running:
+        server = MCPServerHTTP(running.origin + "/mcp", url_policy=UrlPolicy.local(running.origin))
+        async with server:
+            result = await server.call_tool("greet", {"name": "Bob"})
+    assert result.content[0].text == "Hi, Bob!"
