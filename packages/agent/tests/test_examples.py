@@ -84,3 +84,57 @@ def test_approval_default_runs_both_processes() -> None:
     out = run("approval.py")
     assert out.returncode == 0, out.stderr
     assert "Sent 250 to alice" in out.stdout
+
+
+def test_namespaced_toolset_with_a_policy() -> None:
+    out = run("namespaced_toolset.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "tools offered: fs__read, fs__delete",
+        "deleted scratch/tmp.txt",
+        "tools offered: fs__read, fs__delete",
+        "Cleaned up scratch; 1 deletion was refused.",
+        "remaining: notes.txt",
+    ]
+
+
+def test_on_demand_capability() -> None:
+    out = run("on_demand_capability.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "step 1: tools = load_capability",
+        "step 2: tools = refund, load_capability",
+        "loaded: Loaded capabilities 'accounts', 'billing' (dependencies first).",
+        "step 3: tools = refund, load_capability",
+        "Done: refunded 1250 cents on A17.",
+    ]
+
+
+def test_tracing_to_the_console_exporter() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is a test dependency of the workspace")
+    import json
+
+    out = run("tracing.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.rstrip().endswith("}\nParis has about 2.1 million people.")
+    decoder = json.JSONDecoder()
+    spans: list[dict[str, object]] = []
+    text = out.stdout
+    index = 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            break
+        span, index = decoder.raw_decode(text, start)
+        spans.append(span)
+    names = sorted(str(s["name"]) for s in spans)
+    assert names == [
+        "chat function:scripted_model",
+        "chat function:scripted_model",
+        "execute_tool population",
+        "invoke_agent city-facts",
+    ]
+    assert len({s["context"]["trace_id"] for s in spans}) == 1  # type: ignore[index]
+    root = next(s for s in spans if s["name"] == "invoke_agent city-facts")
+    assert root["attributes"]["gen_ai.usage.input_tokens"] == 103  # type: ignore[index]
+    assert "Paris" not in json.dumps([s["attributes"] for s in spans])  # content is off by default

@@ -11,6 +11,11 @@ print(result.output)
 `Agent` runs one loop for `run`, `run_sync`, `run_stream`, `iter`, `run_until_pause` and `resume`.
 Tools are typed functions (`Tool`, `@agent.tool`), output is text or typed (`ToolOutput`,
 `NativeOutput`, `PromptedOutput`), and `ferrule.agent.testing` has models for tests.
+
+Extension points: `toolsets` (`FunctionToolset`, namespaces, per-step preparers), `capabilities`
+(eager and on-demand bundles), `policies` (`ToolPolicy`), `hooks` (`HookEvent`),
+`history_processors`, `context_budget`, `PendingMessageQueue`, `multi_agent` (delegation scopes),
+`pricing` (exact nano-USD cost) and OpenTelemetry (`instrument=True`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ._events import (
     AgentEvent,
     AgentStreamEvent,
     DeferredToolCallsEvent,
+    EnqueuedMessagesEvent,
     FinalResultEvent,
     FinalStep,
     FunctionToolCallEvent,
@@ -46,19 +52,39 @@ from ._events import (
 )
 from ._instrument import InstrumentationSettings
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
+from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._run import HistoryView
 from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
+from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
+from .context_budget import ContextBudget
 from .exceptions import (
     AgentRunError,
     ModelRetry,
     PauseRequiredError,
+    PendingMessageQueueClosed,
     RunState,
     UnexpectedModelBehavior,
     run_state_of,
 )
+from .hooks import HookEvent
+from .policies import ToolPolicy
+from .pricing import Pricing
+from .toolsets import AbstractToolset, FunctionToolset
 
 __all__ = [
+    "ToolPolicy",
+    "Pricing",
+    "PendingMessageQueueClosed",
+    "PendingMessageQueue",
+    "HookEvent",
+    "FunctionToolset",
+    "EnqueuedMessagesEvent",
+    "ContextBudget",
+    "CapabilitySnapshot",
+    "CapabilityLayer",
+    "Capability",
+    "AbstractToolset",
     "Agent",
     "AgentEvent",
     "AgentRun",

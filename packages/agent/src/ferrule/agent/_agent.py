@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import inspect
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -18,10 +18,11 @@ from ferrule.core.messages import Message, ModelRequest, UserContent, UserPrompt
 from ferrule.core.model import Model, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.retry import RetryPolicy
-from ferrule.core.settings import ModelSettings, merge_settings
+from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RunUsage, UsageLimits
 
 from ._deferred import Decision, Paused, PausedState, ResumeDecisions, check_decisions
+from ._ext import NO_OPTIONS, RunExt, RunOptions
 from ._instrument import InstrumentationSettings, Tracer
 from ._output import (
     NativeOutput,
@@ -35,10 +36,20 @@ from ._output import (
     normalize_spec,
     resolve_mode,
 )
+from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult, drive_stream
 from ._run import Run, new_run_id
 from ._tools import Tool, ToolLimits, as_tool
+from ._util import is_async as _is_async
+from ._util import merged_settings as _merged
+from ._util import takes_ctx as _takes_ctx
+from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
+from .context_budget import ContextBudget
 from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
+from .hooks import Hook, check_hooks
+from .policies import ToolPolicy
+from .pricing import Pricing
+from .toolsets import AbstractToolset
 
 __all__ = ["Agent", "EndStrategy"]
 
@@ -57,35 +68,8 @@ InstructionsFn: TypeAlias = Callable[..., "str | Awaitable[str | None] | None"]
 """A dynamic instruction: `fn(ctx)` or `fn()`, sync or async, returning text (or `None`)."""
 
 _DEFAULT_LIMITS = UsageLimits()
-_NO_SETTINGS = ModelSettings()
-
-
-def _merged(*layers: ModelSettings | None) -> ModelSettings:
-    present = [layer for layer in layers if layer is not None]
-    if not present:
-        return _NO_SETTINGS  # frozen, so one shared instance is safe
-    if len(present) == 1:
-        return present[0]
-    return merge_settings(*present)
-
 
 _NONE_TYPE: Any = type(None)
-
-
-def _takes_ctx(fn: Callable[..., Any], arity_with_ctx: int) -> bool:
-    try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-        ]
-    except (TypeError, ValueError):
-        return False
-    return len(params) >= arity_with_ctx
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 class _AgentCore:
@@ -119,6 +103,25 @@ class _AgentCore:
         self.history_processors: list[tuple[Callable[..., Any], bool, bool]] = []
         self._plans: dict[str, OutputPlan] = {}
         self._by_profile: dict[int, tuple[ModelProfile, OutputPlan]] = {}
+        self.toolsets: list[AbstractToolset[Any]] = []
+        self.capabilities: list[Capability[Any]] = []
+        self.tool_policies: list[ToolPolicy] = []
+        self.hooks: list[Hook] = []
+        self.context_budget: ContextBudget | None = None
+        self.pricing: Pricing | None = None
+        self.has_deferred = False
+        self.extended = False
+        """Whether runs need the extension machinery (anything beyond tools, output and limits)."""
+
+    def update_extended(self) -> None:
+        self.extended = bool(
+            self.toolsets
+            or self.capabilities
+            or self.tool_policies
+            or self.hooks
+            or self.context_budget is not None
+            or self.has_deferred
+        )
 
     def add_tool(self, tool: Tool[Any]) -> None:
         if tool.name in self.tools:
@@ -127,11 +130,16 @@ class _AgentCore:
         self._limits[tool.name] = self.tool_limits.tightened(tool.limits, tool.timeout)
         self.tool_defs = (*self.tool_defs, tool.definition)
         self.has_prepare = self.has_prepare or tool.prepare is not None
+        if tool.defer_loading:
+            self.has_deferred = self.extended = True
         self._plans.clear()
         self._by_profile.clear()
 
     def limits_for(self, tool: Tool[Any]) -> ToolLimits:
-        return self._limits[tool.name]
+        limits = self._limits.get(tool.name)
+        if limits is not None and self.tools.get(tool.name) is tool:
+            return limits
+        return self.tool_limits.tightened(tool.limits, tool.timeout)
 
     def max_retries_for(self, tool: Tool[Any]) -> int:
         return self.retries if tool.max_retries is None else tool.max_retries
@@ -198,6 +206,12 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         output_validators: Sequence[Callable[..., Any]] = (),
         instrument: bool | InstrumentationSettings = False,
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        tool_policies: Sequence[ToolPolicy] = (),
+        hooks: Sequence[Hook] = (),
+        context_budget: ContextBudget | None = None,
+        pricing: bool | Pricing = False,
     ) -> None:
         if retries < 0:
             raise UserError(f"retries must be >= 0, got {retries}")
@@ -250,6 +264,27 @@ class Agent(Generic[DepsT, OutputT]):
             self._core.history_processors.append((processor, _takes_ctx(processor, 2), _is_async(processor)))
         for validator in output_validators:
             self.output_validator(validator)
+        core = self._core
+        for toolset in toolsets:
+            if not isinstance(toolset, AbstractToolset):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"toolsets must be AbstractToolset instances, got {toolset!r}")
+        core.toolsets = list(toolsets)
+        core.capabilities = list(capabilities)
+        if core.capabilities:
+            # Structural errors surface when the agent is built; a dependency may come with the run's
+            # capabilities, so unknown IDs are checked again for each run.
+            with contextlib.suppress(UnknownCapabilityError):
+                CapabilityRegistry(core.capabilities)
+        core.tool_policies = list(tool_policies)
+        for policy in core.tool_policies:
+            if not isinstance(policy, ToolPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"tool_policies must be ToolPolicy instances, got {policy!r}")
+        core.hooks = check_hooks(hooks)
+        core.context_budget = context_budget
+        core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
+        if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:
+            core.pricing = Pricing()  # a cost limit is only enforceable with prices
+        core.update_extended()
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self._model!r}, tools={list(self._core.tools)})"
@@ -355,6 +390,17 @@ class Agent(Generic[DepsT, OutputT]):
                 value = await value
             if value:
                 parts.append(cast("str", value))
+        if run.ext is not None:
+            for item in run.ext.instruction_items():
+                if isinstance(item, str):
+                    parts.append(item)
+                    continue
+                fn, takes_ctx, is_async = item
+                value = fn(run.ctx) if takes_ctx else fn()
+                if is_async:
+                    value = await value
+                if value:
+                    parts.append(cast("str", value))
         if extra:
             parts.extend([extra] if isinstance(extra, str) else [e for e in extra if e])
         if plan.extra_instructions:
@@ -373,6 +419,7 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | Sequence[str] | None,
         timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         cancellable: bool = False,
+        options: RunOptions = NO_OPTIONS,
     ) -> Run:
         model_obj = self._resolve_model(model)
         plan = self._core.plan_for(model_obj)
@@ -397,8 +444,14 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
         )
         run.cancellable = cancellable
+        if (
+            self._core.extended
+            or options is not NO_OPTIONS
+            or run.usage_limits.cost_limit_nano_usd is not None
+        ):
+            self._extend(run, options, model_settings)
         try:
-            if self._dynamic_instructions and run.deadline is not None:
+            if (self._dynamic_instructions or run.ext is not None) and run.deadline is not None:
                 with anyio.fail_after(max(0.0, run.deadline - anyio.current_time())):
                     run.instructions = await self._resolve_instructions(run, instructions, plan)
             else:
@@ -430,6 +483,7 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None,
         integrity_key: bytes | None,
         cancellable: bool = False,
+        options: RunOptions = NO_OPTIONS,
     ) -> Run:
         if isinstance(state, Paused):
             state = state.state
@@ -478,10 +532,29 @@ class Agent(Generic[DepsT, OutputT]):
             output_retries=state.output_retries,
         )
         run.cancellable = cancellable
+        if (
+            self._core.extended
+            or options is not NO_OPTIONS
+            or run.usage_limits.cost_limit_nano_usd is not None
+        ):
+            self._extend(run, options, model_settings, resumed=state.capabilities)
         run.resume_from(state, checked)
         if self._core.tracer is not None:
             run.start_span()
         return run
+
+    def _extend(
+        self,
+        run: Run,
+        options: RunOptions,
+        model_settings: ModelSettings | None,
+        resumed: Sequence[str] = (),
+    ) -> None:
+        if run.pricing is None and run.usage_limits.cost_limit_nano_usd is not None:
+            run.enable_pricing(Pricing())  # a cost limit is only enforceable with prices
+        if self._core.extended or options is not NO_OPTIONS:
+            run.settings_layers = (self.model_settings, model_settings)
+            run.ext = RunExt(run, options, resumed_capabilities=resumed)
 
     # --- entry points -------------------------------------------------------------------------------
 
@@ -497,6 +570,12 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | Sequence[str] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
@@ -513,6 +592,14 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
         await run.run_to_end(event_handler)
         if run.paused is not None:
@@ -533,6 +620,12 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | Sequence[str] | None = None,
         timeout: float | None = None,
         backend: str = "asyncio",
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AgentRunResult[OutputT]:
         """The blocking form of `run`, for code without an event loop."""
         call = functools.partial(
@@ -545,6 +638,12 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            toolsets=toolsets,
+            capabilities=capabilities,
+            capability_layers=capability_layers,
+            history_processors=history_processors,
+            context_budget=context_budget,
+            pending_messages=pending_messages,
         )
         try:
             anyio.get_current_task()
@@ -566,6 +665,12 @@ class Agent(Generic[DepsT, OutputT]):
         instructions: str | Sequence[str] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
         run = await self._start(
@@ -577,6 +682,14 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
         await run.run_to_end(event_handler)
         return run.paused if run.paused is not None else AgentRunResult(run)
@@ -593,6 +706,12 @@ class Agent(Generic[DepsT, OutputT]):
         usage_limits: UsageLimits | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Continue a paused run with exactly one decision per pending call.
 
@@ -610,6 +729,14 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             timeout=timeout,
             integrity_key=integrity_key,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
         await run.run_to_end(event_handler)
         return run.paused if run.paused is not None else AgentRunResult(run)
@@ -626,6 +753,12 @@ class Agent(Generic[DepsT, OutputT]):
         usage_limits: UsageLimits | None = None,
         instructions: str | Sequence[str] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AsyncGenerator[AgentRun[OutputT]]:
         """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
         run = await self._start(
@@ -638,8 +771,20 @@ class Agent(Generic[DepsT, OutputT]):
             instructions=instructions,
             timeout=timeout,
             cancellable=True,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
-        yield AgentRun(run)
+        if run.ext is None:
+            yield AgentRun(run)
+            return
+        async with run.ext.session():
+            yield AgentRun(run)
 
     @asynccontextmanager
     async def run_stream(
@@ -653,6 +798,12 @@ class Agent(Generic[DepsT, OutputT]):
         usage_limits: UsageLimits | None = None,
         instructions: str | Sequence[str] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
         run = await self._start(
@@ -665,6 +816,14 @@ class Agent(Generic[DepsT, OutputT]):
             instructions=instructions,
             timeout=timeout,
             cancellable=True,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
         async with _streaming(run) as stream:
             yield stream
@@ -681,6 +840,12 @@ class Agent(Generic[DepsT, OutputT]):
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        capabilities: Sequence[Capability[DepsT]] = (),
+        capability_layers: Sequence[CapabilityLayer] = (),
+        history_processors: Sequence[Callable[..., Any]] = (),
+        context_budget: ContextBudget | None = None,
+        pending_messages: PendingMessageQueue | None = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
         run = self._resume_run(
@@ -693,9 +858,44 @@ class Agent(Generic[DepsT, OutputT]):
             timeout=timeout,
             integrity_key=integrity_key,
             cancellable=True,
+            options=_options(
+                toolsets,
+                capabilities,
+                capability_layers,
+                history_processors,
+                context_budget,
+                pending_messages,
+            ),
         )
         async with _streaming(run) as stream:
             yield stream
+
+
+def _options(
+    toolsets: Sequence[AbstractToolset[Any]],
+    capabilities: Sequence[Capability[Any]],
+    capability_layers: Sequence[CapabilityLayer],
+    history_processors: Sequence[Callable[..., Any]],
+    context_budget: ContextBudget | None,
+    pending_messages: PendingMessageQueue | None,
+) -> RunOptions:
+    if (
+        not toolsets
+        and not capabilities
+        and not capability_layers
+        and not history_processors
+        and context_budget is None
+        and pending_messages is None
+    ):
+        return NO_OPTIONS  # the common case: no per-run extensions, nothing to build
+    return RunOptions(
+        toolsets=toolsets,
+        capabilities=capabilities,
+        capability_layers=capability_layers,
+        history_processors=history_processors,
+        context_budget=context_budget,
+        pending_messages=pending_messages,
+    )
 
 
 @asynccontextmanager

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 from typing_extensions import TypeVar
 
 from ferrule.core.messages import Message
 from ferrule.core.model import Model
 from ferrule.core.usage import RunUsage
+
+if TYPE_CHECKING:
+    from .capabilities import CapabilitySnapshot
 
 __all__ = ["DepsT", "RunContext"]
 
@@ -25,6 +28,7 @@ class RunContext(Generic[DepsT]):
     """
 
     __slots__ = (
+        "capabilities",
         "deadline",
         "deps",
         "max_retries",
@@ -60,6 +64,7 @@ class RunContext(Generic[DepsT]):
         run_step: int = 0,
         output_retries: int = 0,
         partial_output: bool = False,
+        capabilities: CapabilitySnapshot | None = None,
     ) -> None:
         self.deps = deps
         """The dependencies passed to `run(deps=...)`."""
@@ -91,6 +96,8 @@ class RunContext(Generic[DepsT]):
         """Output retries used so far."""
         self.partial_output = partial_output
         """`True` when an output validator is checking a partial, streamed snapshot."""
+        self.capabilities = capabilities
+        """The active capabilities, when the agent uses capabilities (else `None`)."""
 
     def _replace(self, **changes: Any) -> RunContext[DepsT]:
         clone = cast("RunContext[DepsT]", object.__new__(RunContext))
@@ -116,6 +123,7 @@ class RunContext(Generic[DepsT]):
         clone.run_step = self.run_step
         clone.output_retries = self.output_retries
         clone.partial_output = False
+        clone.capabilities = self.capabilities
         return clone
 
     def __repr__(self) -> str:

@@ -85,6 +85,10 @@ class PausedState(msgspec.Struct, kw_only=True):
     """Digest of the definitions of the tools this response called; resume refuses a different catalog."""
     model: str | None = None
     """`provider:model` of the model the run used (informational)."""
+    capabilities: list[str] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
+    """IDs of capabilities loaded on demand and active at the pause; resume reactivates them."""
+    queued_messages: list[Message] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
+    """Messages accepted from a `PendingMessageQueue` that had not entered history; resume adds them."""
 
     def to_json(self, *, integrity_key: bytes | None = None) -> bytes:
         """The versioned JSON envelope; with `integrity_key` it carries an HMAC-SHA256 of the state.
@@ -92,8 +96,15 @@ class PausedState(msgspec.Struct, kw_only=True):
         The history inside is ferrule's versioned history document (`ferrule.core.history.dumps`),
         so files in tool results and ferrule-only fields survive the round trip.
         """
-        fields = {name: getattr(self, name) for name in self.__struct_fields__ if name != "messages"}
-        body = msgspec.json.encode(_StateWire(messages=msgspec.Raw(history.dumps(self.messages)), **fields))
+        fields = {
+            name: getattr(self, name)
+            for name in self.__struct_fields__
+            if name not in ("messages", "queued_messages")
+        }
+        queued = msgspec.Raw(history.dumps(self.queued_messages) if self.queued_messages else b"null")
+        body = msgspec.json.encode(
+            _StateWire(messages=msgspec.Raw(history.dumps(self.messages)), queued=queued, **fields)
+        )
         mac = hmac.new(integrity_key, body, hashlib.sha256).hexdigest() if integrity_key is not None else None
         head = msgspec.json.encode(
             {"format": PAUSED_STATE_FORMAT, "version": PAUSED_STATE_VERSION, "mac": mac}
@@ -140,10 +151,14 @@ class PausedState(msgspec.Struct, kw_only=True):
         try:
             wire = msgspec.json.decode(raw, type=_StateWire)
             messages = history.loads(bytes(wire.messages))
+            raw_queued = bytes(wire.queued)
+            queued = history.loads(raw_queued) if raw_queued != b"null" else []
         except (msgspec.ValidationError, msgspec.DecodeError, history.HistoryError) as exc:
             raise PausedStateError(f"the paused state is malformed: {exc}") from exc
-        fields = {name: getattr(wire, name) for name in wire.__struct_fields__ if name != "messages"}
-        state = PausedState(messages=messages, **fields)
+        fields = {
+            name: getattr(wire, name) for name in wire.__struct_fields__ if name not in ("messages", "queued")
+        }
+        state = PausedState(messages=messages, queued_messages=queued, **fields)
         state.check()
         return state
 
@@ -181,6 +196,8 @@ class _StateWire(msgspec.Struct, kw_only=True):
     immediate_call_ids: list[str]
     tool_fingerprint: str
     model: str | None = None
+    capabilities: list[str] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
+    queued: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"null"))
 
 
 class _Envelope(msgspec.Struct, kw_only=True):

@@ -15,6 +15,7 @@ __all__ = [
     "AgentEvent",
     "AgentStreamEvent",
     "DeferredToolCallsEvent",
+    "EnqueuedMessagesEvent",
     "FinalResultEvent",
     "FunctionToolCallEvent",
     "FunctionToolResultEvent",
@@ -80,6 +81,13 @@ class DeferredToolCallsEvent(msgspec.Struct, frozen=True, tag="deferred_tool_cal
     """The pending calls."""
 
 
+class EnqueuedMessagesEvent(msgspec.Struct, frozen=True, tag="enqueued_messages", tag_field="event_kind"):
+    """Messages from the run's `PendingMessageQueue` entered the history."""
+
+    messages: list[ModelRequest]
+    """The requests added, in order."""
+
+
 class OutputRetryEvent(msgspec.Struct, frozen=True, tag="output_retry", tag_field="event_kind"):
     """The model's output was rejected and a correction is sent back."""
 
@@ -94,6 +102,7 @@ AgentEvent: TypeAlias = (
     | FinalResultEvent
     | DeferredToolCallsEvent
     | OutputRetryEvent
+    | EnqueuedMessagesEvent
 )
 """An event the agent adds to the model's events."""
 

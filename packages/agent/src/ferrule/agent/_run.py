@@ -60,6 +60,7 @@ from ._deferred import (
 )
 from ._events import (
     DeferredToolCallsEvent,
+    EnqueuedMessagesEvent,
     FinalResultEvent,
     FinalStep,
     FunctionToolCallEvent,
@@ -95,6 +96,9 @@ from .exceptions import (
 
 if TYPE_CHECKING:
     from ._agent import _AgentCore
+    from ._ext import RunExt
+    from .hooks import HookDispatcher
+    from .pricing import Pricing
 
 Emit = Callable[[Any], Awaitable[None]]
 
@@ -204,6 +208,48 @@ def _short(content: Any) -> str:
 class Run:
     """The state of one agent invocation and the loop that advances it."""
 
+    # Slots keep attribute access fast: a plain instance dict stops sharing keys past 30 attributes.
+    __slots__ = (
+        "_cancel_requested",
+        "_resume_queued",
+        "_scope",
+        "_step_tool_map",
+        "_step_tools",
+        "cancellable",
+        "core",
+        "cost",
+        "ctx",
+        "deadline",
+        "decisions",
+        "ext",
+        "history_processors",
+        "hooks",
+        "instructions",
+        "messages",
+        "model",
+        "new_message_index",
+        "output",
+        "output_retries",
+        "output_tool_name",
+        "output_validators",
+        "paused",
+        "pending_state",
+        "phase",
+        "plan",
+        "pricing",
+        "response",
+        "retry_budget",
+        "run_id",
+        "run_span",
+        "settings",
+        "settings_layers",
+        "tool_retries",
+        "trace_parent",
+        "unknown_outcomes",
+        "usage",
+        "usage_limits",
+    )
+
     def __init__(
         self,
         core: _AgentCore,
@@ -263,6 +309,27 @@ class Run:
         self._step_tool_map: dict[str, Tool[Any]] = core.tools
         self.run_span: Any = None
         self.trace_parent: Any = None
+        # Extension points; all stay at these cheap defaults unless the agent or run uses them.
+        self.ext: RunExt | None = None
+        self.hooks: HookDispatcher | None = None
+        self.output_validators = core.output_validators
+        self.history_processors = core.history_processors
+        self.settings_layers: tuple[ModelSettings | None, ModelSettings | None] = (None, None)
+        self.pricing: Pricing | None = None
+        self.cost: _Cost | None = None
+        self._resume_queued: list[ModelRequest] | None = None
+        if core.pricing is not None:
+            self.enable_pricing(core.pricing)
+
+    @property
+    def resuming(self) -> bool:
+        """Whether the run continues at a paused response (its calls are handled next)."""
+        return self.phase == _HANDLE and self.pending_state is not None
+
+    def enable_pricing(self, pricing: Pricing) -> None:
+        """Price this run's requests (when the agent does not, but the run has a cost limit)."""
+        self.pricing = pricing
+        self.cost = _Cost(self.usage.cost_nano_usd if self.usage.requests else 0)
 
     def resume_from(self, state: PausedState, decisions: dict[str, Decision]) -> None:
         """Continue at the paused response: handle its calls with `decisions`; never re-request it."""
@@ -272,12 +339,14 @@ class Run:
         self.phase = _HANDLE
         self.decisions = decisions
         self.pending_state = state
+        if state.queued_messages:
+            self._resume_queued = [m for m in state.queued_messages if isinstance(m, ModelRequest)]
 
     def start_span(self) -> None:
         """Open the run's telemetry span (instrumented agents only)."""
         tracer = self.core.tracer
         if tracer is not None:
-            self.run_span = tracer.run_span(self.model)
+            self.run_span = tracer.run_span(self.model, self.run_id)
             self.trace_parent = self.run_span.context
 
     # --- public driving API ----------------------------------------------------------------------
@@ -307,7 +376,11 @@ class Run:
     async def advance(self, emit: Emit | None = None) -> RunStep:
         """Run one step: a model request, or the handling of the last response."""
         if self._cancel_requested:
-            raise self._with_state(RunCancelledError("the run was cancelled"))
+            error = self._with_state(RunCancelledError("the run was cancelled"))
+            self._terminal(error)
+            raise error
+        if emit is not None and self.hooks is not None:
+            emit = self._hooked(emit, self.hooks)
         try:
             if self.deadline is None and not self.cancellable:
                 step = await self._advance(emit)
@@ -315,17 +388,56 @@ class Run:
                 step = await self._advance_controlled(emit)
         except DeadlineExceededError as exc:
             error = RunTimeoutError(self._timeout_message())
-            self._end_span(error)
-            raise self._with_state(error) from exc
+            attach_state(error, self.state())
+            self.fail(error)
+            raise error from exc
         except BaseException as exc:
-            if isinstance(exc, Exception):
-                attach_state(exc, self.state())
-            self._end_span(exc)
+            self.fail(exc)
             raise
-        if self.phase >= _DONE and self.run_span is not None:
-            self.run_span.finish_run(self.usage)
-            self.run_span = None
+        if self.phase >= _DONE:
+            if self.hooks is not None:
+                self._run_end(self.hooks)
+            if self.run_span is not None:
+                self.run_span.finish_run(self.usage)
+                self.run_span = None
         return step
+
+    def _run_end(self, hooks: HookDispatcher) -> None:
+        try:
+            hooks.fire(
+                "run_end", self.usage.requests, output=self.output, usage=self.usage, model=self.model.system
+            )
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+
+    def fail(self, exc: BaseException) -> None:
+        """End the run with `exc`: attach its state, notify hooks and telemetry."""
+        if isinstance(exc, Exception):
+            attach_state(exc, self.state())
+        self._terminal(exc)
+        self._end_span(exc)
+
+    def _terminal(self, exc: BaseException) -> None:
+        if self.ext is not None:
+            self.ext.fail(exc)
+        hooks = self.hooks
+        if hooks is not None and isinstance(exc, Exception):
+            hooks.fire_quietly("run_error", self.usage.requests, exc, usage=self.usage)
+
+    def _hooked(self, emit: Emit, hooks: HookDispatcher) -> Emit:
+        usage = self.usage
+
+        async def deliver(event: Any) -> None:
+            hooks.fire("stream_event_start", usage.requests, event=event)
+            try:
+                await emit(event)
+            except Exception as exc:
+                hooks.fire("stream_event_error", usage.requests, event=event, error=exc)
+                raise
+            hooks.fire("stream_event_end", usage.requests, event=event)
+
+        return deliver
 
     async def _advance_controlled(self, emit: Emit | None) -> RunStep:
         deadline = self.deadline if self.deadline is not None else math.inf
@@ -345,9 +457,14 @@ class Run:
             self.run_span = None
 
     async def run_to_end(self, emit: Emit | None = None) -> None:
-        """Advance until the run finishes or pauses."""
-        while self.phase < _DONE:
-            await self.advance(emit)
+        """Advance until the run finishes or pauses (inside the run's extension session, if any)."""
+        if self.ext is None:
+            while self.phase < _DONE:
+                await self.advance(emit)
+            return
+        async with self.ext.session():
+            while self.phase < _DONE:
+                await self.advance(emit)
 
     def _timeout_message(self) -> str:
         return "the run deadline passed; in-flight work was cancelled (raise run_timeout / timeout= to allow more)"
@@ -394,7 +511,7 @@ class Run:
 
     async def _history_for_call(self) -> Sequence[Message]:
         view: Sequence[Message] = HistoryView(self.messages, len(self.messages))
-        for processor, takes_ctx, is_async in self.core.history_processors:
+        for processor, takes_ctx, is_async in self.history_processors:
             current = list(view)
             result = processor(self.ctx, current) if takes_ctx else processor(current)
             if is_async:
@@ -405,12 +522,17 @@ class Run:
     async def _request(self, emit: Emit | None) -> ModelResponse:
         self.usage_limits.check_before_request(self.usage)
         self.ctx.run_step = self.usage.requests
-        if self.core.has_prepare:
+        ext = self.ext
+        if ext is not None:
+            taken = await ext.before_request()
+            if taken and emit is not None:
+                await emit(EnqueuedMessagesEvent(taken))
+        elif self.core.has_prepare:
             await self._prepare_tools()
         plan = self.plan
         call = ModelCall(
             messages=await self._history_for_call()
-            if self.core.history_processors
+            if self.history_processors
             else HistoryView(self.messages, len(self.messages)),
             instructions=self.instructions,
             tools=self._step_tools,
@@ -420,6 +542,13 @@ class Run:
             settings=self.settings,
             deadline=self.deadline,
         )
+        hooks: HookDispatcher | None = None
+        if ext is not None:
+            if ext.budget is not None:
+                call = await ext.budget.enforce(call, self.ctx)
+            hooks = self.hooks
+            if hooks is not None:
+                hooks.fire("model_request_start", self.usage.requests, model=self.model.system, call=call)
         tracer = self.core.tracer
         span = tracer.model_span(self.model, call, self.trace_parent) if tracer is not None else None
         try:
@@ -436,15 +565,21 @@ class Run:
         except BaseException as exc:
             if span is not None:
                 span.fail(exc)
+            if hooks is not None and isinstance(exc, Exception):
+                hooks.fire("model_request_error", self.usage.requests, model=self.model.system, error=exc)
             raise
-        if span is not None:
-            span.finish(response)
         if response.run_id is None:
             response.run_id = self.run_id
         self.messages.append(response)
         usage = self.usage
         usage.requests += 1
         usage.incr(response.usage)
+        if self.cost is not None:
+            self.cost.add(self, response)
+        if span is not None:
+            span.finish(response)
+        if hooks is not None:
+            hooks.fire("model_request_end", usage.requests, model=self.model.system, response=response)
         self.usage_limits.check_tokens(usage)
         return response
 
@@ -513,6 +648,9 @@ class Run:
             return await self._output_retry(EMPTY_RESPONSE_PROMPT, None, None, emit, empty=True)
         if not plan.text_is_output:
             return await self._output_retry(TEXT_NOT_ALLOWED_PROMPT, None, None, emit)
+        hooks = self.hooks
+        if hooks is not None:
+            hooks.fire("output_validation_start", self.usage.requests, output=text)
         try:
             if plan.mode in ("native", "prompted"):
                 choice, value = self._decode_text(text)
@@ -523,7 +661,17 @@ class Run:
                     value = await self._call_text_function(plan.text_function, text)
                 value = await self._validate(value, None, None, None)
         except _OutputRejected as rejected:
+            if hooks is not None:
+                hooks.fire(
+                    "output_validation_error", self.usage.requests, error=ModelRetry(_short(rejected.content))
+                )
             return await self._output_retry(rejected.content, None, None, emit)
+        except Exception as exc:
+            if hooks is not None:
+                hooks.fire("output_validation_error", self.usage.requests, error=exc)
+            raise
+        if hooks is not None:
+            hooks.fire("output_validation_end", self.usage.requests, output=value)
         return await self._finish(_Final(value, None, None), None, emit)
 
     def _decode_text(self, text: str) -> tuple[OutputChoice, Any]:
@@ -593,7 +741,7 @@ class Run:
     async def _validate(
         self, value: Any, choice: OutputChoice | None, tool_name: str | None, tool_call_id: str | None
     ) -> Any:
-        validators = self.core.output_validators
+        validators = self.output_validators
         if not validators:
             return value
         ctx = self.ctx.for_call(
@@ -623,6 +771,27 @@ class Run:
         return await self._validate(value, choice, tool_name, tool_call_id)
 
     async def _try_output_call(self, c: _Call) -> _Final | None:
+        hooks = self.hooks
+        if hooks is None:
+            return await self._try_output(c)
+        hooks.fire("output_validation_start", self.usage.requests, output=c.part.args, tool_call=c.part)
+        try:
+            final = await self._try_output(c)
+        except Exception as exc:
+            hooks.fire("output_validation_error", self.usage.requests, error=exc, tool_call=c.part)
+            raise
+        if final is None:
+            hooks.fire(
+                "output_validation_error",
+                self.usage.requests,
+                error=ModelRetry(_short(c.retry_content)),
+                tool_call=c.part,
+            )
+        else:
+            hooks.fire("output_validation_end", self.usage.requests, output=final.value, tool_call=c.part)
+        return final
+
+    async def _try_output(self, c: _Call) -> _Final | None:
         choice = self.plan.by_tool_name[c.part.tool_name]
         part = c.part
         try:
@@ -649,6 +818,18 @@ class Run:
     async def _finish(self, final: _Final, closing: ModelRequest | None, emit: Emit | None) -> RunStep:
         if closing is not None:
             self.messages.append(closing)
+        ext = self.ext
+        if ext is not None and ext.queue is not None:
+            # The final answer is provisional while messages wait: they get another model step.
+            taken = ext.queue.take_or_close()
+            if taken:
+                for request in taken:
+                    request.run_id = self.run_id
+                    self.messages.append(request)
+                if emit is not None:
+                    await emit(EnqueuedMessagesEvent(taken))
+                self.phase = _REQUEST
+                return ToolResultsStep(taken[-1])
         self.output = final.value
         self.output_tool_name = final.tool_name
         self.phase = _DONE
@@ -686,7 +867,8 @@ class Run:
         if tool.kind == "external":
             return True
         predicate = tool.requires_approval
-        if predicate is False:
+        ext = self.ext
+        if predicate is False and (ext is None or not ext.approval_policies):
             return False
         if predicate is True:
             return True
@@ -696,10 +878,15 @@ class Run:
             self.tool_retries.get(tool.name, 0),
             self.core.max_retries_for(tool),
         )
-        verdict = predicate(ctx, c.args)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-        return bool(verdict)
+        if predicate is not False:
+            verdict = predicate(ctx, c.args)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict:
+                return True
+        if ext is not None and ext.approval_policies and not ext.is_framework(tool):
+            return await ext.needs_approval(ctx, c.part, c.args)
+        return False
 
     def _fingerprint(self, calls: list[_Call]) -> str:
         digest = hashlib.sha256()
@@ -711,6 +898,9 @@ class Run:
 
     async def _handle_calls(self, parts: list[ToolCallPart], emit: Emit | None) -> RunStep:
         calls = [self._classify(p) for p in parts]
+        ext = self.ext
+        if ext is not None and ext.argument_policies:
+            await self._argument_policies(ext, calls)
         decisions = self.decisions
         if decisions is not None:
             self._apply_decisions(calls, decisions)
@@ -733,8 +923,40 @@ class Run:
             for c in calls:
                 if c.kind != "output":
                     await emit(FunctionToolCallEvent(c.part))
-        final = await self._run_with_strategy(calls, emit)
-        return await self._close_step(calls, final, emit)
+        hooks = self.hooks
+        if hooks is None:
+            final = await self._run_with_strategy(calls, emit)
+            return await self._close_step(calls, final, emit)
+        dispatched = [c.part for c in calls if c.kind != "output"]
+        hooks.fire("tool_dispatch_start", self.usage.requests, tool_calls=dispatched)
+        try:
+            final = await self._run_with_strategy(calls, emit)
+            step = await self._close_step(calls, final, emit)
+        except Exception as exc:
+            hooks.fire("tool_dispatch_error", self.usage.requests, tool_calls=dispatched, error=exc)
+            raise
+        hooks.fire("tool_dispatch_end", self.usage.requests, tool_calls=dispatched)
+        return step
+
+    async def _argument_policies(self, ext: RunExt, calls: list[_Call]) -> None:
+        for c in calls:
+            tool = c.tool
+            if c.kind != "function" or tool is None or ext.is_framework(tool):
+                continue
+            name = c.part.tool_name
+            ctx = self.ctx.for_call(
+                name, c.part.tool_call_id, self.tool_retries.get(name, 0), self.core.max_retries_for(tool)
+            )
+            try:
+                c.args = await ext.apply_arguments(ctx, tool, c.part, c.args)
+            except ModelRetry as retry:
+                c.kind = "invalid"
+                c.retry_content = retry.message
+                c.failed = True
+            except (bounded_json.JsonError, msgspec.ValidationError, ValueError, TypeError) as exc:
+                c.kind = "invalid"
+                c.retry_content = args_error_details(exc)
+                c.failed = True
 
     def _apply_decisions(self, calls: list[_Call], decisions: dict[str, Decision]) -> None:
         state = self.pending_state
@@ -780,6 +1002,11 @@ class Run:
             tool_fingerprint=self._fingerprint([c for c in calls if c.tool is not None]),
             model=self.model.system,
         )
+        ext = self.ext
+        if ext is not None:
+            state.capabilities = list(ext.loaded_on_demand)
+            if ext.queue is not None:
+                state.queued_messages = list(ext.queue.take())
         self.paused = Paused(state)
         self.phase = _PAUSED
         if emit is not None:
@@ -859,8 +1086,20 @@ class Run:
                     failed_tools.add(c.part.tool_name)
                 elif c.started:
                     succeeded_tools.add(c.part.tool_name)
+        ext = self.ext
+        if ext is not None:
+            ext.after_results([(c.part, c.result) for c in calls])
+            await ext.commit(parts)
         request = ModelRequest(parts=parts + follow_ups, run_id=self.run_id)
         self.messages.append(request)
+        if self._resume_queued is not None:
+            queued = self._resume_queued
+            self._resume_queued = None
+            for message in queued:
+                message.run_id = self.run_id
+                self.messages.append(message)
+            if emit is not None and queued:
+                await emit(EnqueuedMessagesEvent(queued))
         if final is not None:
             return await self._finish(final, None, emit)
         for name in succeeded_tools - failed_tools:
@@ -869,7 +1108,7 @@ class Run:
         for name in failed_tools:
             count = self.tool_retries.get(name, 0) + 1
             self.tool_retries[name] = count
-            tool = self.core.tools.get(name)
+            tool = self._step_tool_map.get(name)
             limit = self.core.max_retries_for(tool) if tool is not None else self.core.retries
             if count > limit:
                 raise ToolRetriesExceeded(name, limit)
@@ -1055,6 +1294,9 @@ class Run:
             scope.cancel()
 
     async def _exec(self, c: _Call, emit: Emit | None) -> None:
+        if self.ext is not None:
+            await self._exec_ext(c, emit)
+            return
         tool = c.tool
         limits = c.limits
         assert tool is not None
@@ -1072,10 +1314,10 @@ class Run:
             timeout = limits.timeout
             value: Any = None
             if timeout is None:
-                value = await tool.call(ctx, c.args)
+                value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
             else:
                 with anyio.move_on_after(timeout) as scope:
-                    value = await tool.call(ctx, c.args)
+                    value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
                 if scope.cancelled_caught:
                     c.result = self._timed_out(c, timeout)
                     if span is not None:
@@ -1102,7 +1344,85 @@ class Run:
         else:
             c.result = self._tool_return(c, value)
             if span is not None:
-                span.finish_ok()
+                span.finish_result(c.result)
+        if emit is not None:
+            await emit(FunctionToolResultEvent(c.result))
+
+    async def _exec_ext(self, c: _Call, emit: Emit | None) -> None:
+        """`_exec` with tool policies and lifecycle hooks."""
+        tool = c.tool
+        limits = c.limits
+        assert tool is not None
+        assert limits is not None
+        part = c.part
+        name = part.tool_name
+        ctx = self.ctx.for_call(
+            name, part.tool_call_id, self.tool_retries.get(name, 0), self.core.max_retries_for(tool)
+        )
+        ext = self.ext
+        if ext is not None and (ext.call_policies or ext.return_policies) and ext.is_framework(tool):
+            ext = None  # policies never see the framework's own tools
+        if ext is not None and ext.call_policies:
+            try:
+                await ext.before_call(ctx, part, c.args)
+            except ModelRetry as retry:
+                c.failed = True
+                c.result = RetryPromptPart(
+                    content=retry.message, tool_name=name, tool_call_id=part.tool_call_id
+                )
+                if emit is not None:
+                    await emit(FunctionToolResultEvent(c.result))
+                return
+        hooks = self.hooks
+        if hooks is not None:
+            hooks.fire("tool_execute_start", self.usage.requests, tool_call=part, args=c.args)
+        tracer = self.core.tracer
+        span = tracer.tool_span(name, part, self.trace_parent) if tracer is not None else None
+        self.usage.tool_calls += 1
+        c.started = True
+        try:
+            timeout = limits.timeout
+            value: Any = None
+            if timeout is None:
+                value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
+                if scope.cancelled_caught:
+                    c.result = self._timed_out(c, timeout)
+                    if span is not None:
+                        span.finish_error("timeout")
+                    if hooks is not None:
+                        hooks.fire("tool_execute_end", self.usage.requests, tool_call=part, result=c.result)
+                    if emit is not None:
+                        await emit(FunctionToolResultEvent(c.result))
+                    return
+            if ext is not None and ext.return_policies:
+                value = await ext.returned(ctx, part, value)
+        except ModelRetry as retry:
+            c.failed = True
+            c.result = RetryPromptPart(content=retry.message, tool_name=name, tool_call_id=part.tool_call_id)
+            if span is not None:
+                span.finish_error("retry")
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                c.result = ToolReturnPart(
+                    tool_name=name,
+                    content=f"The tool failed with an unexpected error ({type(exc).__name__}); the run stopped.",
+                    tool_call_id=part.tool_call_id,
+                    outcome="failed",
+                )
+                if hooks is not None:
+                    hooks.fire("tool_execute_error", self.usage.requests, tool_call=part, error=exc)
+            if span is not None:
+                span.fail(exc)
+            raise
+        else:
+            c.result = self._tool_return(c, value)
+            if span is not None:
+                span.finish_result(c.result)
+        if hooks is not None:
+            hooks.fire("tool_execute_end", self.usage.requests, tool_call=part, result=c.result)
         if emit is not None:
             await emit(FunctionToolResultEvent(c.result))
 
@@ -1304,7 +1624,7 @@ class _PartialTracker:
         return PartialOutputEvent(visible, tool_name=name)
 
     async def _validated(self, value: Any, choice: OutputChoice | None) -> tuple[bool, Any]:
-        validators = self.run.core.output_validators
+        validators = self.run.output_validators
         if not validators:
             return True, value
         ctx = self.run.ctx._replace(partial_output=True)
@@ -1317,6 +1637,32 @@ class _PartialTracker:
                 return False, None
             value = result
         return True, value
+
+
+class _Cost:
+    """The run's exact cost: adds each response's price to `usage.cost_nano_usd`."""
+
+    __slots__ = ("total",)
+
+    def __init__(self, start_nano: int | None) -> None:
+        from .pricing import RunCost
+
+        self.total = RunCost(start_nano)
+
+    def add(self, run: Run, response: ModelResponse) -> None:
+        pricing = run.pricing
+        assert pricing is not None
+        known = self.total.known
+        run.usage.cost_nano_usd = cost = self.total.add(pricing.request_cost(response, run.model))
+        if cost is None and known and run.usage_limits.cost_limit_nano_usd is not None:
+            from .exceptions import UnknownCostError
+
+            # Fail closed: an unpriced request would silently lift the cost limit.
+            raise UnknownCostError(
+                f"the run has a cost limit, but the price of {response.model_name or run.model.model_name!r} "
+                f"({response.provider_name or run.model.provider_name}) is unknown; give its prices with "
+                "Pricing(overrides=...) or remove cost_limit_nano_usd"
+            )
 
 
 def new_run_id() -> str:

@@ -43,6 +43,7 @@ ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitabl
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
 
 _KIB = 1024
+_KEEP: Any = object()  # "leave this field as it is" in `Tool._clone`
 _MIB = 1024 * 1024
 
 
@@ -139,8 +140,10 @@ class Tool(Generic[DepsT]):
     __slots__ = (
         "_call_sync",
         "_field_names",
+        "_raw",
         "_validator",
         "args_type",
+        "defer_loading",
         "definition",
         "description",
         "function",
@@ -183,6 +186,7 @@ class Tool(Generic[DepsT]):
         | None = None,
         docstring_format: DocstringFormat = "auto",
         require_parameter_descriptions: bool = False,
+        defer_loading: bool = False,
     ) -> None:
         if side_effect not in ("read_only", "idempotent", "non_idempotent"):
             raise ToolDefinitionError(
@@ -217,7 +221,10 @@ class Tool(Generic[DepsT]):
         """Application data; never sent to the model."""
         self.prepare = prepare
         """Called before each model request to modify or hide (return `None`) the definition."""
+        self.defer_loading = defer_loading
+        """Kept out of the request until the built-in `tool_search` tool surfaces it."""
         self._validator: Any = None
+        self._raw = False
         if external and function is None:
             if not name:
                 raise ToolDefinitionError("an external tool needs a name")
@@ -280,6 +287,44 @@ class Tool(Generic[DepsT]):
             parameters_json_schema=parameters_json_schema,
             metadata=metadata,
         )
+
+    @classmethod
+    def from_schema(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str,
+        parameters_json_schema: dict[str, Any],
+        description: str | None = None,
+        takes_ctx: bool = True,
+        **options: Any,
+    ) -> Tool[Any]:
+        """A tool whose arguments are one JSON object checked against a hand-written schema.
+
+        `function(ctx, args)` (or `function(args)` with `takes_ctx=False`), sync or async, receives
+        the validated arguments as a `dict`. The schema must use the local JSON Schema dialect
+        (`ferrule.core.json_schema`); other options are those of `Tool` (`timeout`, `side_effect`,
+        `requires_approval`, `metadata`, ...). Used for tools described by a schema rather than a
+        signature, such as MCP tools.
+        """
+        tool = cls(
+            None,
+            name=name,
+            description=description,
+            external=True,
+            parameters_json_schema=parameters_json_schema,
+            **options,
+        )
+        tool.kind = "function"
+        tool.function = function
+        tool.takes_ctx = takes_ctx
+        tool.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+        tool._call_sync = None if tool.is_async else function
+        tool._raw = True
+        tool.definition = tool._definition()
+        return tool
 
     def _build(
         self,
@@ -376,8 +421,35 @@ class Tool(Generic[DepsT]):
             strict=self.strict,
             kind=kind,
             sequential=self.sequential,
+            defer_loading=self.defer_loading,
             metadata=self.metadata,
         )
+
+    def _clone(
+        self,
+        *,
+        name: str | None = None,
+        description: Any = _KEEP,
+        metadata: Any = _KEEP,
+        defer_loading: bool | None = None,
+        strict: Any = _KEEP,
+    ) -> Tool[DepsT]:
+        """A copy offered under another name, description, metadata or loading mode; same function."""
+        clone = cast("Tool[DepsT]", object.__new__(Tool))
+        for slot in Tool.__slots__:
+            setattr(clone, slot, getattr(self, slot))
+        if name is not None:
+            clone.name = name
+        if description is not _KEEP:
+            clone.description = description
+        if metadata is not _KEEP:
+            clone.metadata = metadata
+        if defer_loading is not None:
+            clone.defer_loading = defer_loading
+        if strict is not _KEEP:
+            clone.strict = strict
+        clone.definition = clone._definition()
+        return clone
 
     # --- validation and calls ------------------------------------------------------------------
 
@@ -420,6 +492,11 @@ class Tool(Generic[DepsT]):
         """Call the function with validated arguments (sync functions in a worker thread)."""
         function = self.function
         assert function is not None
+        if self._raw:
+            positional = (ctx, args) if self.takes_ctx else (args,)
+            if self.is_async:
+                return await function(*positional)
+            return await run_in_thread(function, positional, {})
         kwargs = {name: getattr(args, name) for name in self._field_names}
         if self.is_async:
             if self.takes_ctx:

@@ -12,15 +12,23 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.usage import UsageLimitExceeded
 
 if TYPE_CHECKING:
     from ferrule.core.messages import Message, ToolCallPart
     from ferrule.core.usage import RunUsage
 
     from ._deferred import Paused
+    from .context_budget import ContextOverflow
 
 __all__ = [
     "AgentRunError",
+    "ContextBudgetExceeded",
+    "ContextMediaTooLarge",
+    "ContextPromptTooLarge",
+    "ContextSchemaTooLarge",
+    "ContextTokenLimitExceeded",
+    "ContextToolsTooLarge",
     "ContentFilteredResponseError",
     "DecisionError",
     "EmptyResponseError",
@@ -30,6 +38,7 @@ __all__ = [
     "OutputSpecError",
     "OutputTruncatedError",
     "PauseRequiredError",
+    "PendingMessageQueueClosed",
     "PausedStateError",
     "PausedStateIntegrityError",
     "PausedStateVersionError",
@@ -39,6 +48,8 @@ __all__ = [
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelBehavior",
+    "UnknownCostError",
+    "UsageLimitExceeded",
     "run_state_of",
 ]
 
@@ -237,3 +248,44 @@ class ToolDefinitionError(UserError):
 
 class OutputSpecError(UserError):
     """The output type or output mode cannot be used (or is not supported by the model)."""
+
+
+class ContextBudgetExceeded(AgentRunError):
+    """The provider-facing request is over the context budget, even after the overflow hook.
+
+    Raised before the request is sent; the subclass names the first limit that failed.
+    """
+
+    def __init__(self, message: str, overflow: ContextOverflow) -> None:
+        self.overflow = overflow
+        """Which limit failed, the limit, the measured value and the whole measurement."""
+        super().__init__(message)
+
+
+class ContextPromptTooLarge(ContextBudgetExceeded):
+    """Prompt text (instructions, prompts, response text) is over `max_prompt_bytes`."""
+
+
+class ContextToolsTooLarge(ContextBudgetExceeded):
+    """Tool definitions and tool traffic are over `max_tool_bytes`."""
+
+
+class ContextSchemaTooLarge(ContextBudgetExceeded):
+    """Tool and output JSON schemas are over `max_schema_bytes`."""
+
+
+class ContextMediaTooLarge(ContextBudgetExceeded):
+    """Media (binary data and URLs) is over `max_media_bytes`."""
+
+
+class ContextTokenLimitExceeded(ContextBudgetExceeded):
+    """The estimated input tokens are over the input capacity (`max_input_tokens`, or
+    `max_total_tokens` minus the output reservation)."""
+
+
+class PendingMessageQueueClosed(UserError):
+    """Messages were enqueued after the run ended (or the queue was closed); they were not accepted."""
+
+
+class UnknownCostError(AgentRunError):
+    """The run has a cost limit, but the price of a response is unknown, so the limit cannot hold."""

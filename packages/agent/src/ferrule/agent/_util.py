@@ -1,0 +1,46 @@
+"""Small helpers shared by the agent's modules."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ferrule.core.settings import ModelSettings, merge_settings
+
+__all__ = ["is_async", "merged_settings", "normalize_callback", "takes_ctx"]
+
+_NO_SETTINGS = ModelSettings()
+
+
+def takes_ctx(fn: Callable[..., Any], arity_with_ctx: int) -> bool:
+    """Whether `fn` takes a `RunContext` first: it has at least `arity_with_ctx` required positionals."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= arity_with_ctx
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling `fn` returns a coroutine (functions and callable objects)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+def normalize_callback(fn: Callable[..., Any], arity_with_ctx: int) -> tuple[Callable[..., Any], bool, bool]:
+    """`(fn, takes_ctx, is_async)`, the form the loop calls callbacks in."""
+    return (fn, takes_ctx(fn, arity_with_ctx), is_async(fn))
+
+
+def merged_settings(*layers: ModelSettings | None) -> ModelSettings:
+    """Merge settings layers in order, sharing one empty instance when there are none."""
+    present = [layer for layer in layers if layer is not None]
+    if not present:
+        return _NO_SETTINGS  # frozen, so one shared instance is safe
+    if len(present) == 1:
+        return present[0]
+    return merge_settings(*present)

@@ -1,0 +1,185 @@
+"""PendingMessageQueue: thread-safe, enters history only at safe boundaries, never lost or duplicated."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from ferrule.agent import (
+    Agent,
+    Approved,
+    EnqueuedMessagesEvent,
+    Paused,
+    PendingMessageQueue,
+    PendingMessageQueueClosed,
+    Tool,
+)
+from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.errors import UserError
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+
+pytestmark = pytest.mark.anyio
+
+
+def prompts(messages: Sequence[Message]) -> list[str]:
+    return [
+        p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+    ]
+
+
+async def test_messages_enqueued_during_a_tool_enter_before_the_next_request() -> None:
+    queue = PendingMessageQueue()
+    seen: list[list[str]] = []
+
+    def slow(x: int) -> int:
+        queue.enqueue("by the way, use metric units")  # from the tool's worker thread
+        return x
+
+    def model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        seen.append(prompts(messages))
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart(tool_name="slow", args={"x": 1}, tool_call_id="c")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    result = await Agent(FunctionModel(model), tools=[slow]).run("go", pending_messages=queue)
+    assert seen == [["go"], ["go", "by the way, use metric units"]]
+    # The queued request comes after the tool results, never between a call and its result.
+    kinds = [type(m).__name__ for m in result.all_messages()]
+    assert kinds == ["ModelRequest", "ModelResponse", "ModelRequest", "ModelRequest", "ModelResponse"]
+    assert queue.closed
+
+
+async def test_a_final_answer_is_provisional_while_messages_wait() -> None:
+    queue = PendingMessageQueue()
+    answers = iter(["first answer", "second answer"])
+
+    def model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        text = next(answers)
+        if text == "first answer":
+            queue.enqueue("one more thing")
+        return ModelResponse(parts=[TextPart(text)])
+
+    result = await Agent(FunctionModel(model)).run("go", pending_messages=queue)
+    assert result.output == "second answer"
+    assert prompts(result.all_messages()) == ["go", "one more thing"]
+    with pytest.raises(PendingMessageQueueClosed):
+        queue.enqueue("too late")
+
+
+async def test_enqueue_from_other_threads_is_never_lost() -> None:
+    queue = PendingMessageQueue()
+    started = threading.Event()
+    total = 20
+
+    def producer() -> None:
+        started.wait()
+        for i in range(total):
+            queue.enqueue(f"m{i}")
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    steps = 0
+
+    async def model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        nonlocal steps
+        steps += 1
+        started.set()
+        if len(prompts(messages)) < total + 1:
+            await anyio.sleep(0.001)
+            return ModelResponse(parts=[ToolCallPart(tool_name="wait", args={}, tool_call_id=f"w{steps}")])
+        return ModelResponse(parts=[TextPart("all in")])
+
+    def wait() -> str:
+        return "waited"
+
+    result = await Agent(FunctionModel(model), tools=[wait]).run(
+        "go", pending_messages=queue, usage_limits=None
+    )
+    thread.join()
+    assert prompts(result.all_messages()) == ["go", *[f"m{i}" for i in range(total)]]
+
+
+async def test_stream_reports_enqueued_messages() -> None:
+    queue = PendingMessageQueue()
+    queue.enqueue("early")
+
+    def model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("ok")])
+
+    async with Agent(FunctionModel(model)).run_stream("go", pending_messages=queue) as stream:
+        events = [e async for e in stream]
+    enqueued = [e for e in events if isinstance(e, EnqueuedMessagesEvent)]
+    assert len(enqueued) == 1
+    assert enqueued[0].messages[0].parts[0].content == "early"  # type: ignore[union-attr]
+
+
+async def test_failure_closes_the_queue_and_discards() -> None:
+    queue = PendingMessageQueue()
+
+    def model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        queue.enqueue("lost")
+        raise RuntimeError("down")
+
+    with pytest.raises(RuntimeError):
+        await Agent(FunctionModel(model)).run("go", pending_messages=queue)
+    assert queue.closed
+    assert len(queue) == 0
+
+
+async def test_pause_keeps_accepted_messages_and_resume_inserts_them_after_the_results() -> None:
+    queue = PendingMessageQueue()
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    def first(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        queue.enqueue("also: send a receipt")
+        return ModelResponse(parts=[ToolCallPart(tool_name="pay", args={"amount": 3}, tool_call_id="p")])
+
+    paused = await Agent(FunctionModel(first), tools=[Tool(pay, requires_approval=True)]).run_until_pause(
+        "pay", pending_messages=queue
+    )
+    assert isinstance(paused, Paused)
+    data = paused.to_json()
+    seen: list[list[str]] = []
+
+    def second(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        seen.append(prompts(messages))
+        return ModelResponse(parts=[TextPart("done")])
+
+    resumed = await Agent(FunctionModel(second), tools=[Tool(pay, requires_approval=True)]).resume(
+        data, {"p": Approved()}
+    )
+    assert not isinstance(resumed, Paused)
+    assert seen == [["pay", "also: send a receipt"]]
+    kinds = [type(m).__name__ for m in resumed.all_messages()]
+    assert kinds == ["ModelRequest", "ModelResponse", "ModelRequest", "ModelRequest", "ModelResponse"]
+
+
+def test_queue_limit_at_and_past() -> None:
+    queue = PendingMessageQueue(max_messages=2)
+    queue.enqueue("a", "b")
+    with pytest.raises(UserError, match="at most 2"):
+        queue.enqueue("c")
+    assert [m.parts[0].content for m in queue.take()] == ["a", "b"]  # type: ignore[union-attr]
+    with pytest.raises(UserError):
+        PendingMessageQueue(max_messages=0)
+
+
+def test_enqueued_requests_are_copied() -> None:
+    queue = PendingMessageQueue()
+    request = ModelRequest(parts=[UserPromptPart(content="x")])
+    queue.enqueue(request, ["rich", "content"])
+    request.parts.clear()
+    taken: list[Any] = queue.take()
+    assert taken[0].parts[0].content == "x"
+    assert taken[1].parts[0].content == ["rich", "content"]
