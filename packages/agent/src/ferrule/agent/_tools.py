@@ -435,7 +435,8 @@ class Tool(Generic[DepsT]):
         strict: Any = _KEEP,
     ) -> Tool[DepsT]:
         """A copy offered under another name, description, metadata or loading mode; same function."""
-        clone = cast("Tool[DepsT]", object.__new__(Tool))
+        # type(self): a subclass stays a subclass when a toolset wrapper renames or re-describes it.
+        clone = cast("Tool[DepsT]", object.__new__(type(self)))
         for slot in Tool.__slots__:
             setattr(clone, slot, getattr(self, slot))
         if name is not None:

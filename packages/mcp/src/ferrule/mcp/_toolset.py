@@ -700,13 +700,14 @@ class MCPToolset(AbstractToolset[Any]):
         return predicate
 
     def _tool(self, info: MCPToolInfo, validator: Any) -> Tool[Any]:
+        del validator  # the schema was checked when the tools were listed; the tool compiles its own
         name = info.name
         side_effect = info.side_effect
 
-        async def invoke(ctx: RunContext[Any], copy: Any) -> Any:
-            return await self._invoke(name, info.exposed_name, side_effect, copy())
+        async def invoke(ctx: RunContext[Any], args: dict[str, Any]) -> Any:
+            return await self._invoke(name, info.exposed_name, side_effect, args)
 
-        tool: Tool[Any] = Tool(
+        return Tool.from_schema(
             invoke,
             name=info.exposed_name,
             description=info.description or "",
@@ -717,15 +718,6 @@ class MCPToolset(AbstractToolset[Any]):
             max_retries=self.max_retries,
             metadata={"mcp_server": self.server_id, "mcp_tool": name},
         )
-        # The arguments are a JSON object checked against the server's schema, not a signature.
-        # `Tool` validates with `_validator` when one is set (returning the dict) and calls the
-        # function with `getattr(args, field)` for each field name: the field `copy` hands the
-        # function the dict's bound `copy`. Plain slots, so toolset wrappers that copy the tool
-        # (`prefixed`, `renamed`, metadata) keep working. Ask the agent for a public
-        # "function of a raw arguments dict" constructor to replace this.
-        tool._validator = validator  # pyright: ignore[reportPrivateUsage]
-        tool._field_names = ("copy",)  # pyright: ignore[reportPrivateUsage]
-        return tool
 
     # --- calls ------------------------------------------------------------------------------------
 
