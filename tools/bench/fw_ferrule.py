@@ -1,0 +1,186 @@
+"""ferrule's side of every workload: `Agent` + `tool_plain`, `FunctionModel` for no-network runs,
+`OpenAIChatModel` / `OpenAIResponsesModel` on an `OpenAIProvider` pointed at the mock server (a
+local URL policy allows exactly its origin), `ferrule.core.history` for histories."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, http_client
+
+NAME = "ferrule"
+
+
+class Bench:
+    """ferrule's side of every workload."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        from ferrule.core.usage import UsageLimits
+
+        self.client = http_client()
+        self.marks: list[int] = []
+        # Like PydanticAI, ferrule stops a run at 50 requests by default; the long loop needs more.
+        self.limits = UsageLimits(request_limit=None)
+
+    async def aclose(self) -> None:
+        """Close the shared client."""
+        await self.client.aclose()
+
+    def _agent(self, model: Any, tools: bool = True) -> Any:
+        from ferrule.agent import Agent
+
+        agent: Any = Agent(model, usage_limits=self.limits)
+        if tools:
+            marks = self.marks
+
+            @agent.tool_plain
+            async def add(a: int, b: int) -> int:
+                """Add two integers."""
+                marks.append(time.perf_counter_ns())
+                return a + b
+
+        return agent
+
+    def _model(self, base: str, api: str) -> Any:
+        from ferrule.core.url_policy import UrlPolicy
+        from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+
+        origin = base.split("/", 3)
+        provider = OpenAIProvider(
+            base_url=base,
+            api_key=API_KEY,
+            http_client=self.client,
+            url_policy=UrlPolicy.local(f"{origin[0]}//{origin[2]}"),
+        )
+        if api == "chat":
+            return OpenAIChatModel(MODEL, provider=provider)
+        return OpenAIResponsesModel(MODEL, provider=provider)
+
+    def _runner(self, agent: Any, stream: bool) -> Callable[[], Awaitable[str]]:
+        if not stream:
+
+            async def run_once() -> str:
+                result = await agent.run(PROMPT)
+                return result.output
+
+            return run_once
+
+        async def run_stream_once() -> str:
+            pieces: list[str] = []
+            async with agent.run_stream(PROMPT) as result:
+                async for delta in result.stream_text(delta=True):
+                    pieces.append(delta)
+            # stream_text also shows text streamed before tool calls; the run's output is the last answer.
+            return result.result.output
+
+        return run_stream_once
+
+    # -- workloads ---------------------------------------------------------------------------------
+
+    def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
+        from ferrule.agent.testing import DeltaToolCall, FunctionModel
+        from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+        from ferrule.core.usage import RequestUsage
+
+        # Reported usage, as a provider reports it: without it both function models estimate
+        # tokens by walking the whole history on every request, which is not the loop's cost.
+        usage = functools.partial(RequestUsage, input_tokens=20, output_tokens=10)
+
+        def answered(messages: Any) -> bool:
+            return any(isinstance(p, ToolReturnPart) for p in messages[-1].parts)
+
+        async def function(messages: Any, info: Any) -> Any:
+            if answered(messages):
+                return ModelResponse(parts=[TextPart(TEXT)], usage=usage())
+            return ModelResponse(
+                parts=[ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="call_1")], usage=usage()
+            )
+
+        async def stream_function(messages: Any, info: Any) -> AsyncIterator[Any]:
+            if answered(messages):
+                for piece in TEXT_PIECES:
+                    yield piece
+            else:
+                yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
+
+        agent = self._agent(FunctionModel(function, stream_function=stream_function))
+        return self._runner(agent, stream)
+
+    def e2e(self, base: str, api: str, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workloads 3, 5 and 8: one tool-calling run against the mock server."""
+        return self._runner(self._agent(self._model(base, api)), stream)
+
+    def stream_text(self, base: str, api: str) -> Callable[[], Awaitable[int]]:
+        """Workload 4: one streamed text answer, every delta seen."""
+        agent = self._agent(self._model(base, api), tools=False)
+
+        async def run_once() -> int:
+            count = 0
+            async with agent.run_stream(PROMPT) as result:
+                async for _delta in result.stream_text(delta=True):
+                    count += 1
+            return count
+
+        return run_once
+
+    def fn_loop(self, steps: int) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7a: a tool loop of `steps` steps on `FunctionModel`."""
+        from ferrule.agent.testing import FunctionModel
+        from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart
+        from ferrule.core.usage import RequestUsage
+
+        state = {"count": 0}
+        usage = functools.partial(RequestUsage, input_tokens=20, output_tokens=10)
+
+        async def function(messages: Any, info: Any) -> Any:
+            state["count"] += 1
+            if state["count"] > steps:
+                return ModelResponse(parts=[TextPart(TEXT)], usage=usage())
+            call = ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id=f"call_{state['count']}")
+            return ModelResponse(parts=[call], usage=usage())
+
+        agent = self._agent(FunctionModel(function))
+
+        async def run_once() -> list[int]:
+            state["count"] = 0
+            self.marks.clear()
+            await agent.run(PROMPT)
+            return list(self.marks)
+
+        return run_once
+
+    def net_loop(self, base: str, api: str) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7b: a long tool loop against the mock server."""
+        agent = self._agent(self._model(base, api))
+
+        async def run_once() -> list[int]:
+            self.marks.clear()
+            await agent.run(PROMPT)
+            return list(self.marks)
+
+        return run_once
+
+    # -- history -----------------------------------------------------------------------------------
+
+    def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
+        """Workload 6: ferrule's own history format, dump + load (`ferrule.core.history`)."""
+        from ferrule.core.history import dumps, load_pydantic_ai, loads
+
+        messages = load_pydantic_ai(conversation)
+
+        def round_trip(obj: Any) -> Any:
+            return loads(dumps(obj))
+
+        return messages, round_trip
+
+    def decode_pydantic_ai(self, data: bytes) -> Callable[[], Any]:
+        """Workload 6: decode a PydanticAI-written history."""
+        from ferrule.core.history import load_pydantic_ai
+
+        return lambda: load_pydantic_ai(data)

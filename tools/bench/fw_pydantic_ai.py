@@ -1,0 +1,243 @@
+"""PydanticAI's side of every workload (the reference peer), written the way its documentation
+shows: `Agent` + `tool_plain`, `FunctionModel` for no-network runs, `OpenAIChatModel` /
+`OpenAIResponsesModel` on an `OpenAIProvider` pointed at the mock server."""
+
+# pyright: basic, reportMissingImports=false
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, http_client
+
+NAME = "pydantic_ai"
+
+
+class Bench:
+    """PydanticAI's side of every workload."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        from pydantic_ai.usage import UsageLimits
+
+        self.client = http_client()
+        self.marks: list[int] = []
+        # PydanticAI stops a run at 50 requests by default; the long-loop workload needs more.
+        self.limits = UsageLimits(request_limit=None, tool_calls_limit=None)
+
+    async def aclose(self) -> None:
+        """Close the shared client."""
+        await self.client.aclose()
+
+    def _agent(self, model: Any, tools: bool = True) -> Any:
+        from pydantic_ai import Agent
+
+        agent: Any = Agent(model)
+        if tools:
+            marks = self.marks
+
+            @agent.tool_plain
+            async def add(a: int, b: int) -> int:
+                """Add two integers."""
+                marks.append(time.perf_counter_ns())
+                return a + b
+
+        return agent
+
+    def _model(self, base: str, api: str) -> Any:
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=base, api_key=API_KEY, http_client=self.client)
+        if api == "chat":
+            from pydantic_ai.models.openai import OpenAIChatModel
+
+            return OpenAIChatModel(MODEL, provider=provider)
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(MODEL, provider=provider)
+
+    # -- workloads ---------------------------------------------------------------------------------
+
+    def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+        from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+        from pydantic_ai.usage import RequestUsage
+
+        # Reported usage, as a provider reports it: without it both function models estimate
+        # tokens by walking the whole history on every request, which is not the loop's cost.
+        usage = functools.partial(RequestUsage, input_tokens=20, output_tokens=10)
+
+        def answered(messages: list[Any]) -> bool:
+            return any(isinstance(p, ToolReturnPart) for p in messages[-1].parts)
+
+        async def function(messages: list[Any], info: Any) -> Any:
+            if answered(messages):
+                return ModelResponse(parts=[TextPart(TEXT)], usage=usage())
+            return ModelResponse(
+                parts=[ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="call_1")], usage=usage()
+            )
+
+        async def stream_function(messages: list[Any], info: Any) -> AsyncIterator[Any]:
+            if answered(messages):
+                for piece in TEXT_PIECES:
+                    yield piece
+            else:
+                yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
+
+        agent = self._agent(FunctionModel(function, stream_function=stream_function))
+        return self._runner(agent, stream)
+
+    def _runner(self, agent: Any, stream: bool) -> Callable[[], Awaitable[str]]:
+        limits = self.limits
+        if not stream:
+
+            async def run_once() -> str:
+                result = await agent.run(PROMPT, usage_limits=limits)
+                return result.output
+
+            return run_once
+
+        async def run_stream_once() -> str:
+            pieces: list[str] = []
+            async with agent.run_stream(PROMPT, usage_limits=limits) as result:
+                async for delta in result.stream_text(delta=True, debounce_by=None):
+                    pieces.append(delta)
+            return "".join(pieces)
+
+        return run_stream_once
+
+    def e2e(self, base: str, api: str, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workloads 3, 5 and 8: one tool-calling run against the mock server."""
+        return self._runner(self._agent(self._model(base, api)), stream)
+
+    def stream_text(self, base: str, api: str) -> Callable[[], Awaitable[int]]:
+        """Workload 4: one streamed text answer, every delta seen (no debouncing)."""
+        agent = self._agent(self._model(base, api), tools=False)
+        limits = self.limits
+
+        async def run_once() -> int:
+            count = 0
+            async with agent.run_stream(PROMPT, usage_limits=limits) as result:
+                async for _delta in result.stream_text(delta=True, debounce_by=None):
+                    count += 1
+            return count
+
+        return run_once
+
+    def fn_loop(self, steps: int) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7a: a tool loop of `steps` steps on `FunctionModel`."""
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.usage import RequestUsage
+
+        state = {"count": 0}
+        usage = functools.partial(RequestUsage, input_tokens=20, output_tokens=10)
+
+        async def function(messages: list[Any], info: Any) -> Any:
+            state["count"] += 1
+            if state["count"] > steps:
+                return ModelResponse(parts=[TextPart(TEXT)], usage=usage())
+            call = ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id=f"call_{state['count']}")
+            return ModelResponse(parts=[call], usage=usage())
+
+        agent = self._agent(FunctionModel(function))
+        limits = self.limits
+
+        async def run_once() -> list[int]:
+            state["count"] = 0
+            self.marks.clear()
+            await agent.run(PROMPT, usage_limits=limits)
+            return list(self.marks)
+
+        return run_once
+
+    def net_loop(self, base: str, api: str) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7b: a long tool loop against the mock server."""
+        agent = self._agent(self._model(base, api))
+        limits = self.limits
+
+        async def run_once() -> list[int]:
+            self.marks.clear()
+            await agent.run(PROMPT, usage_limits=limits)
+            return list(self.marks)
+
+        return run_once
+
+    # -- history -----------------------------------------------------------------------------------
+
+    def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
+        """Workload 6: `ModelMessagesTypeAdapter` dump + validate of a typed history."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        messages = ModelMessagesTypeAdapter.validate_json(conversation)
+
+        def round_trip(obj: Any) -> Any:
+            return ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(obj))
+
+        return messages, round_trip
+
+    def decode_pydantic_ai(self, data: bytes) -> Callable[[], Any]:
+        """Workload 6: decode a PydanticAI-written history."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        return lambda: ModelMessagesTypeAdapter.validate_json(data)
+
+
+def write_history(n: int) -> bytes:
+    """A PydanticAI-written history of `n` messages: user prompt, then tool-call / tool-return /
+    text rounds, the shape of a long agent conversation."""
+    from datetime import UTC, datetime
+
+    from pydantic_ai.messages import (
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.usage import RequestUsage
+
+    when = datetime(2025, 1, 1, tzinfo=UTC)
+    messages: list[Any] = [
+        ModelRequest(
+            parts=[
+                SystemPromptPart("You are a calculator.", timestamp=when),
+                UserPromptPart(PROMPT, timestamp=when),
+            ]
+        )
+    ]
+    i = 0
+    while len(messages) < n:
+        i += 1
+        if i % 2:
+            messages.append(
+                ModelResponse(
+                    parts=[ToolCallPart("add", {"a": i, "b": 2}, tool_call_id=f"call_{i}")],
+                    usage=RequestUsage(input_tokens=20 + i, output_tokens=10),
+                    model_name=MODEL,
+                    timestamp=when,
+                    provider_name="openai",
+                )
+            )
+            messages.append(
+                ModelRequest(parts=[ToolReturnPart("add", i + 2, tool_call_id=f"call_{i}", timestamp=when)])
+            )
+        else:
+            messages.append(
+                ModelResponse(
+                    parts=[TextPart(f"The answer is {i + 2}. " * 4)],
+                    usage=RequestUsage(input_tokens=20 + i, output_tokens=10),
+                    model_name=MODEL,
+                    timestamp=when,
+                    provider_name="openai",
+                )
+            )
+            messages.append(ModelRequest(parts=[UserPromptPart(f"And {i} + 2?", timestamp=when)]))
+    return ModelMessagesTypeAdapter.dump_json(messages[:n])

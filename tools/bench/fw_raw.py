@@ -1,0 +1,387 @@
+"""The raw floor: the same exchanges as the frameworks, hand-written with one shared
+`httpx2.AsyncClient` and msgspec, with no framework in between.
+
+This is the physical limit for any framework on this machine: what the HTTP client, the JSON
+codec and the event loop cost by themselves. It still does the work a run must do (build the
+request from the conversation, decode the answer, run the tool, append its result, ask again,
+accumulate every streamed delta), so the ratio to it is the framework's own cost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
+
+NAME = "raw"
+
+_encode = msgspec.json.Encoder().encode
+_decode_args = msgspec.json.Decoder(dict[str, int]).decode
+
+_TOOL_CHAT = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+    },
+}
+_TOOL_RESPONSES = {"type": "function", **_TOOL_CHAT["function"]}  # type: ignore[dict-item]
+
+
+# -- Chat Completions wire types ---------------------------------------------------------------
+
+
+class _Fn(msgspec.Struct):
+    name: str
+    arguments: str
+
+
+class _Call(msgspec.Struct):
+    id: str
+    function: _Fn
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_Call] | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+
+
+class _Chat(msgspec.Struct):
+    choices: list[_Choice]
+
+
+class _DeltaFn(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _DeltaCall(msgspec.Struct):
+    index: int
+    id: str | None = None
+    function: _DeltaFn | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_DeltaCall] | None = None
+
+
+class _DeltaChoice(msgspec.Struct):
+    delta: _Delta
+
+
+class _Chunk(msgspec.Struct):
+    choices: list[_DeltaChoice]
+
+
+# -- Responses wire types ----------------------------------------------------------------------
+
+
+class _Content(msgspec.Struct):
+    type: str
+    text: str | None = None
+
+
+class _Item(msgspec.Struct):
+    type: str
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    content: list[_Content] | None = None
+
+
+class _Response(msgspec.Struct):
+    output: list[_Item]
+
+
+class _Event(msgspec.Struct):
+    type: str
+    delta: str | None = None
+    item: _Item | None = None
+
+
+_decode_chat = msgspec.json.Decoder(_Chat).decode
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_response = msgspec.json.Decoder(_Response).decode
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+_HEADERS = {"authorization": f"Bearer {API_KEY}", "content-type": "application/json"}
+
+
+async def _sse_data(response: Any) -> AsyncIterator[bytes]:
+    """The `data:` payloads of an event stream, one per event."""
+    buffer = b""
+    async for chunk in response.aiter_bytes():
+        buffer += chunk
+        *events, buffer = buffer.split(b"\n\n")
+        for event in events:
+            start = event.find(b"data: ")
+            if start >= 0:
+                data = event[start + 6 :]
+                if data != b"[DONE]":
+                    yield data
+
+
+class Bench:
+    """The raw floor's side of every workload."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self.client = http_client()
+        self.marks: list[int] = []
+
+    async def aclose(self) -> None:
+        """Close the shared client."""
+        await self.client.aclose()
+
+    # -- one exchange ----------------------------------------------------------------------------
+
+    async def _chat(
+        self, url: str, messages: list[Any], tools: bool, stream: bool, on_delta: Callable[[str], None] | None
+    ) -> tuple[str | None, list[tuple[str, str, str]]]:
+        body: dict[str, Any] = {"model": MODEL, "messages": messages}
+        if tools:
+            body["tools"] = [_TOOL_CHAT]
+        if not stream:
+            response = await self.client.post(url, content=_encode(body), headers=_HEADERS)
+            response.raise_for_status()
+            message = _decode_chat(response.content).choices[0].message
+            calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()]
+            return message.content, calls
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        pieces: list[str] = []
+        partial: dict[int, list[str]] = {}
+        async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
+            response.raise_for_status()
+            async for data in _sse_data(response):
+                for choice in _decode_chunk(data).choices:
+                    delta = choice.delta
+                    if delta.content:
+                        pieces.append(delta.content)
+                        if on_delta is not None:
+                            on_delta(delta.content)
+                    for call in delta.tool_calls or ():
+                        slot = partial.setdefault(call.index, ["", "", ""])
+                        if call.id:
+                            slot[0] = call.id
+                        if call.function is not None:
+                            if call.function.name:
+                                slot[1] += call.function.name
+                            if call.function.arguments:
+                                slot[2] += call.function.arguments
+        calls = [(s[0], s[1], s[2]) for _, s in sorted(partial.items())]
+        return ("".join(pieces) if pieces else None), calls
+
+    async def _responses(
+        self, url: str, items: list[Any], tools: bool, stream: bool, on_delta: Callable[[str], None] | None
+    ) -> tuple[str | None, list[tuple[str, str, str]]]:
+        body: dict[str, Any] = {"model": MODEL, "input": items}
+        if tools:
+            body["tools"] = [_TOOL_RESPONSES]
+        output: list[_Item] = []
+        if not stream:
+            response = await self.client.post(url, content=_encode(body), headers=_HEADERS)
+            response.raise_for_status()
+            output = _decode_response(response.content).output
+        else:
+            body["stream"] = True
+            async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
+                response.raise_for_status()
+                async for data in _sse_data(response):
+                    event = _decode_event(data)
+                    if event.type == "response.output_text.delta" and event.delta is not None:
+                        if on_delta is not None:
+                            on_delta(event.delta)
+                    elif event.type == "response.output_item.done" and event.item is not None:
+                        output.append(event.item)
+        text: list[str] = []
+        calls: list[tuple[str, str, str]] = []
+        for item in output:
+            if item.type == "function_call":
+                calls.append((item.call_id or "", item.name or "", item.arguments or ""))
+            elif item.type == "message":
+                text.extend(c.text or "" for c in item.content or ())
+        return ("".join(text) if text else None), calls
+
+    async def _run(
+        self,
+        base: str,
+        api: str,
+        stream: bool,
+        tools: bool = True,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> str:
+        """One agent run by hand: ask, run the requested tools, append, ask again until text."""
+        if api == "chat":
+            url = base + "/chat/completions"
+            conversation: list[Any] = [{"role": "user", "content": PROMPT}]
+            while True:
+                text, calls = await self._chat(url, conversation, tools, stream, on_delta)
+                if not calls:
+                    return text or ""
+                conversation.append(
+                    {
+                        "role": "assistant",
+                        "content": text,
+                        "tool_calls": [
+                            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                            for cid, name, args in calls
+                        ],
+                    }
+                )
+                results = await _run_tools(calls, self.marks)
+                conversation.extend(
+                    {"role": "tool", "tool_call_id": cid, "content": str(result)}
+                    for (cid, _, _), result in zip(calls, results, strict=True)
+                )
+        url = base + "/responses"
+        conversation = [{"role": "user", "content": PROMPT}]
+        while True:
+            text, calls = await self._responses(url, conversation, tools, stream, on_delta)
+            if not calls:
+                return text or ""
+            conversation.extend(
+                {"type": "function_call", "call_id": cid, "name": name, "arguments": args}
+                for cid, name, args in calls
+            )
+            results = await _run_tools(calls, self.marks)
+            conversation.extend(
+                {"type": "function_call_output", "call_id": cid, "output": str(result)}
+                for (cid, _, _), result in zip(calls, results, strict=True)
+            )
+
+    # -- workloads ---------------------------------------------------------------------------------
+
+    def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workload 2's floor: the two-step loop against an in-process function, no framework."""
+
+        async def model(conversation: list[Any]) -> dict[str, Any]:
+            if conversation[-1]["role"] == "tool":
+                return {"role": "assistant", "content": TEXT}
+            return {"role": "assistant", "calls": [("call_1", "add", '{"a":1,"b":2}')]}
+
+        async def model_stream(conversation: list[Any]) -> AsyncIterator[Any]:
+            if conversation[-1]["role"] == "tool":
+                for piece in TEXT_PIECES:
+                    yield piece
+            else:
+                yield ("call_1", "add", '{"a":1,"b":2}')
+
+        async def run_once() -> str:
+            conversation: list[Any] = [{"role": "user", "content": PROMPT}]
+            while True:
+                if stream:
+                    pieces: list[str] = []
+                    calls: list[tuple[str, str, str]] = []
+                    async for item in model_stream(conversation):
+                        if isinstance(item, str):
+                            pieces.append(item)
+                        else:
+                            calls.append(item)
+                    message: dict[str, Any] = {
+                        "role": "assistant",
+                        "content": "".join(pieces),
+                        "calls": calls,
+                    }
+                else:
+                    message = await model(conversation)
+                conversation.append(message)
+                calls = message.get("calls") or []
+                if not calls:
+                    return message["content"]
+                results = await _run_tools(calls, self.marks)
+                conversation.extend(
+                    {"role": "tool", "id": cid, "content": str(r)}
+                    for (cid, _, _), r in zip(calls, results, strict=True)
+                )
+
+        return run_once
+
+    def e2e(self, base: str, api: str, stream: bool) -> Callable[[], Awaitable[str]]:
+        """Workloads 3, 5, 7b and 8: one tool-calling run against the mock server."""
+
+        async def run_once() -> str:
+            return await self._run(base, api, stream)
+
+        return run_once
+
+    def stream_text(self, base: str, api: str) -> Callable[[], Awaitable[int]]:
+        """Workload 4: one streamed text answer, every delta seen."""
+
+        async def run_once() -> int:
+            seen: list[str] = []
+            await self._run(base, api, True, tools=False, on_delta=seen.append)
+            return len(seen)
+
+        return run_once
+
+    def fn_loop(self, steps: int) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7a's floor: a tool loop of `steps` steps against an in-process function."""
+
+        async def run_once() -> list[int]:
+            self.marks = []
+            conversation: list[Any] = [{"role": "user", "content": PROMPT}]
+            count = 0
+            while True:
+                count += 1
+                if count > steps:
+                    return self.marks
+                calls = [(f"call_{count}", "add", '{"a":1,"b":2}')]
+                conversation.append({"role": "assistant", "calls": calls})
+                results = await _run_tools(calls, self.marks)
+                conversation.extend(
+                    {"role": "tool", "id": cid, "content": str(r)}
+                    for (cid, _, _), r in zip(calls, results, strict=True)
+                )
+
+        return run_once
+
+    def net_loop(self, base: str, api: str) -> Callable[[], Awaitable[list[int]]]:
+        """Workload 7b: a long tool loop against the mock server."""
+
+        async def run_once() -> list[int]:
+            self.marks = []
+            await self._run(base, api, False)
+            return self.marks
+
+        return run_once
+
+    # -- history -----------------------------------------------------------------------------------
+
+    def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
+        """Workload 6's floor: the same JSON through msgspec, untyped."""
+        value = msgspec.json.decode(conversation)
+
+        def round_trip(obj: Any) -> Any:
+            return msgspec.json.decode(msgspec.json.encode(obj))
+
+        return value, round_trip
+
+    def decode_pydantic_ai(self, data: bytes) -> Callable[[], Any]:
+        """Decoding a PydanticAI-written history: untyped msgspec, the floor."""
+        return lambda: msgspec.json.decode(data)
+
+
+async def _run_tools(calls: list[tuple[str, str, str]], marks: list[int]) -> list[int]:
+    marks.append(time.perf_counter_ns())
+    if len(calls) == 1:
+        return [await add(**_decode_args(calls[0][2]))]
+    import asyncio
+
+    return list(await asyncio.gather(*(add(**_decode_args(args)) for _, _, args in calls)))
