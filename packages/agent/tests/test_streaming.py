@@ -351,3 +351,53 @@ async def test_stream_errors_reach_the_consumer_unwrapped() -> None:
         async with agent.run_stream("x") as s:
             await s.get_output()
     assert isinstance(s.all_messages()[-1], ModelRequest)
+
+
+@pytest.mark.parametrize("count", [1, 31, 32, 33, 64, 65, 500])
+async def test_bursts_of_deltas_arrive_complete_and_in_order(count: int) -> None:
+    # The run hands events over in batches up to the stream buffer (64 events, two per delta);
+    # bursts below, at and past it must arrive whole, in order, with exact partial snapshots.
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for i in range(count):
+            yield f"{i},"  # no await: the whole burst is produced without the model checkpointing
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    async with agent.run_stream("x") as s:
+        events = [event async for event in s]
+    deltas = [e.delta.content_delta for e in events if isinstance(e, PartDeltaEvent)]
+    starts = [
+        e.part.content
+        for e in events
+        if isinstance(e, PartStartEvent) and isinstance(e.part, TextPart) and e.part.content
+    ]
+    expected = [f"{i}," for i in range(count)]
+    assert starts + deltas == expected
+    snapshots = [e.snapshot for e in events if isinstance(e, PartialOutputEvent)]
+    assert snapshots == ["".join(expected[: i + 1]) for i in range(count)]
+    assert s.result.output == "".join(expected)
+    assert isinstance(events[-1], FinalResultEvent)
+
+
+async def test_leaving_during_a_burst_closes_the_model_stream() -> None:
+    closed = anyio.Event()
+    produced: list[int] = []
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        try:
+            for i in range(10_000):
+                produced.append(i)
+                yield "a"
+        finally:
+            closed.set()
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    seen = 0
+    async with agent.run_stream("x") as s:
+        async for _ in s:
+            seen += 1
+            if seen == 3:
+                break
+    assert closed.is_set()
+    assert not s.done
+    # Backpressure: the run stopped near the buffer's size, not at the end of the model's stream.
+    assert len(produced) < 1_000

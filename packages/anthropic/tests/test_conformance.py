@@ -491,6 +491,22 @@ def _user_texts(body: dict[str, Any], index: int) -> list[str]:
     return [b["text"] for b in content if b["type"] == "text"]
 
 
+def _prompt(body: dict[str, Any], index: int) -> ModelRequest:
+    """The recorded user turn `index` (its first text block) as a prompt."""
+    return ModelRequest.user_text_prompt(_user_texts(body, index)[0])
+
+
+def _country_result(first: ModelResponse) -> ModelRequest:
+    """The recorded tests' answer to the `get_user_country` call that `first` made."""
+    return ModelRequest(
+        parts=[
+            ToolReturnPart(
+                tool_name="get_user_country", content="Mexico", tool_call_id=first.tool_calls[0].tool_call_id
+            )
+        ]
+    )
+
+
 def _encode(call: ModelCall, model: str) -> dict[str, Any]:
     return json.loads(codec.encode_request(call, model_name=model, profile=anthropic_profile(model)).body)
 
@@ -544,9 +560,9 @@ def test_request_replays_thinking_signature() -> None:
     it_id = "test_anthropic/test_anthropic_model_thinking_part#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_model_thinking_part#0"),
-        ModelRequest.user_text_prompt(_user_texts(recorded, 2)[0]),
+        _prompt(recorded, 2),
     ]
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=1024)
     _check(ModelCall(messages=history, settings=settings), it_id)
@@ -556,7 +572,7 @@ def test_request_replays_redacted_thinking() -> None:
     it_id = "test_anthropic/test_anthropic_model_thinking_part_redacted#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_model_thinking_part_redacted#0"),
         ModelRequest.user_text_prompt("What was that?"),
     ]
@@ -568,19 +584,7 @@ def test_request_thinking_with_tool_result() -> None:
     it_id = "test_anthropic/test_anthropic_tool_with_thinking#1"
     recorded = _recorded(it_id)
     first = _get("test_anthropic/test_anthropic_tool_with_thinking#0")
-    history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
-        first,
-        ModelRequest(
-            parts=[
-                ToolReturnPart(
-                    tool_name="get_user_country",
-                    content="Mexico",
-                    tool_call_id=first.tool_calls[0].tool_call_id,
-                )
-            ]
-        ),
-    ]
+    history: list[Message] = [_prompt(recorded, 0), first, _country_result(first)]
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=3000)
     call = ModelCall(messages=history, tools=[_tool(t) for t in recorded["tools"]], settings=settings)
     _check(call, it_id)
@@ -590,7 +594,7 @@ def test_request_replays_web_search_blocks() -> None:
     it_id = "test_anthropic/test_anthropic_web_search_tool#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_web_search_tool#0"),
         ModelRequest.user_text_prompt("how about Mexico City?"),
     ]
@@ -603,9 +607,9 @@ def test_request_replays_web_fetch_blocks() -> None:
     it_id = "test_anthropic/test_anthropic_web_fetch_tool#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_web_fetch_tool#0"),
-        ModelRequest.user_text_prompt(_user_texts(recorded, 2)[0]),
+        _prompt(recorded, 2),
     ]
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=3000)
     call = ModelCall(messages=history, native_tools=[NativeTool(kind="web_fetch")], settings=settings)
@@ -618,9 +622,9 @@ def test_request_replays_bash_code_execution_with_container() -> None:
     it_id = "test_anthropic/test_anthropic_code_execution_tool_container_reuse#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_code_execution_tool_container_reuse#0"),
-        ModelRequest.user_text_prompt(_user_texts(recorded, 2)[0]),
+        _prompt(recorded, 2),
     ]
     settings = ModelSettings(
         max_tokens=4096,
@@ -639,9 +643,9 @@ def test_request_replays_mcp_blocks() -> None:
     it_id = "test_anthropic/test_anthropic_mcp_servers#1"
     recorded = _recorded(it_id)
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         _get("test_anthropic/test_anthropic_mcp_servers#0"),
-        ModelRequest.user_text_prompt(_user_texts(recorded, 2)[0]),
+        _prompt(recorded, 2),
     ]
     settings = ModelSettings(
         max_tokens=4096,
@@ -656,10 +660,7 @@ def test_request_replays_mcp_blocks() -> None:
 def test_request_pause_turn_continuation() -> None:
     it_id = "test_anthropic/test_pause_turn_web_search_vcr#1"
     recorded = _recorded(it_id)
-    history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
-        _get("test_anthropic/test_pause_turn_web_search_vcr#0"),
-    ]
+    history: list[Message] = [_prompt(recorded, 0), _get("test_anthropic/test_pause_turn_web_search_vcr#0")]
     settings = ModelSettings(max_tokens=15000, thinking_budget_tokens=4096)
     call = ModelCall(messages=history, native_tools=[NativeTool(kind="web_search")], settings=settings)
     _check(call, it_id)
@@ -729,7 +730,7 @@ def test_request_native_output_and_strict_tool() -> None:
     recorded = _recorded(it_id)
     schema = recorded["output_config"]["format"]["schema"]
     call = ModelCall(
-        messages=[ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0])],
+        messages=[_prompt(recorded, 0)],
         tools=[_tool(t) for t in recorded["tools"]],
         output=JsonSchemaOutput(name="CityInfo", schema=schema),
         settings=SETTINGS,
@@ -741,19 +742,7 @@ def test_request_prompted_output_history() -> None:
     it_id = "test_anthropic/test_anthropic_prompted_output#1"
     recorded = _recorded(it_id)
     first = _get("test_anthropic/test_anthropic_prompted_output#0")
-    history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
-        first,
-        ModelRequest(
-            parts=[
-                ToolReturnPart(
-                    tool_name="get_user_country",
-                    content="Mexico",
-                    tool_call_id=first.tool_calls[0].tool_call_id,
-                )
-            ]
-        ),
-    ]
+    history: list[Message] = [_prompt(recorded, 0), first, _country_result(first)]
     call = ModelCall(
         messages=history,
         instructions=recorded["system"],
@@ -781,7 +770,7 @@ def test_request_deferred_tool_loaded_by_reference() -> None:
         tool_name="search_tools", args={"queries": ["refunds"]}, tool_call_id="auto_load_0f10f8b659c3c105"
     )
     history: list[Message] = [
-        ModelRequest.user_text_prompt(_user_texts(recorded, 0)[0]),
+        _prompt(recorded, 0),
         first,
         ModelRequest(
             parts=[

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import pytest
@@ -39,10 +39,9 @@ from ferrule.providers.anthropic import (
     FileNotDownloadableError,
     codec,
 )
+from tests.support import http_server
 from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
-
-if TYPE_CHECKING:
-    from conftest import Conn, LocalServer, Request
+from tests.support.http_server import Conn, Handler, LocalServer, Request
 
 pytestmark = pytest.mark.anyio
 
@@ -70,31 +69,13 @@ def recorded(predicate: Callable[[Interaction], bool]) -> Interaction:
     return next(it for it in iter_interactions("models/cassettes/test_anthropic") if predicate(it))
 
 
-def json_response(
-    body: bytes, status: int = 200, headers: dict[str, str] | None = None
-) -> Callable[..., None]:
-    def handler(conn: Conn, request: Request) -> None:
-        conn.respond(
-            status, body, {"content-type": "application/json", "request-id": "req_local_1", **(headers or {})}
-        )
-
-    return handler
+def json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Handler:
+    return http_server.json_reply(body, status, {"request-id": "req_local_1", **(headers or {})})
 
 
-def sse_response(body: bytes, sizes: tuple[int, ...] = (1, 3, 17, 64, 5)) -> Callable[..., None]:
+def sse_response(body: bytes, sizes: tuple[int, ...] = (1, 3, 17, 64, 5)) -> Handler:
     """Stream `body` in chunks whose sizes cycle through `sizes` (splitting lines and UTF-8 anywhere)."""
-
-    def handler(conn: Conn, request: Request) -> None:
-        conn.start_chunked(200, {"content-type": "text/event-stream"})
-        position, turn = 0, 0
-        while position < len(body):
-            size = sizes[turn % len(sizes)]
-            conn.chunk(body[position : position + size])
-            position += size
-            turn += 1
-        conn.end_chunked()
-
-    return handler
+    return http_server.sse_reply(body, sizes)
 
 
 async def collect(model: AnthropicModel, c: ModelCall) -> list[ModelStreamEvent]:

@@ -81,14 +81,27 @@ def run(*events: dict[str, Any]) -> tuple[list[ModelStreamEvent], ModelResponse]
     return out + closing, response
 
 
+def block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def block_delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+def json_delta(index: int, partial_json: str) -> dict[str, Any]:
+    return block_delta(index, {"type": "input_json_delta", "partial_json": partial_json})
+
+
+def block_stop(index: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": index}
+
+
 def text_block(index: int, *chunks: str) -> list[dict[str, Any]]:
     return [
-        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
-        *(
-            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}}
-            for c in chunks
-        ),
-        {"type": "content_block_stop", "index": index},
+        block_start(index, {"type": "text", "text": ""}),
+        *(block_delta(index, {"type": "text_delta", "text": c}) for c in chunks),
+        block_stop(index),
     ]
 
 
@@ -114,35 +127,15 @@ def test_text_stream_events_and_response() -> None:
 def test_thinking_signature_and_tool_call_stream() -> None:
     events, response = run(
         START,
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-        },
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": ""},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": '{"a": '},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": "1}"},
-        },
-        {"type": "content_block_stop", "index": 1},
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        block_delta(0, {"type": "thinking_delta", "thinking": "hmm"}),
+        block_delta(0, {"type": "signature_delta", "signature": "SIG"}),
+        block_stop(0),
+        block_start(1, {"type": "tool_use", "id": "t1", "name": "f", "input": {}}),
+        json_delta(1, ""),
+        json_delta(1, '{"a": '),
+        json_delta(1, "1}"),
+        block_stop(1),
         delta_event("tool_use"),
         STOP,
     )
@@ -164,23 +157,11 @@ def test_thinking_signature_and_tool_call_stream() -> None:
 def test_tool_call_without_input_gets_empty_args_and_invalid_json_is_kept_raw() -> None:
     _, response = run(
         START,
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "tool_use", "id": "a", "name": "f", "input": {}},
-        },
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "tool_use", "id": "b", "name": "f", "input": {}},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": '{"a": '},
-        },
-        {"type": "content_block_stop", "index": 1},
+        block_start(0, {"type": "tool_use", "id": "a", "name": "f", "input": {}}),
+        block_stop(0),
+        block_start(1, {"type": "tool_use", "id": "b", "name": "f", "input": {}}),
+        json_delta(1, '{"a": '),
+        block_stop(1),
         delta_event("max_tokens"),
         STOP,
     )
@@ -191,23 +172,11 @@ def test_tool_call_without_input_gets_empty_args_and_invalid_json_is_kept_raw() 
 def test_server_tool_input_and_results_arrive_as_whole_parts() -> None:
     _, response = run(
         START,
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "input_json_delta", "partial_json": '{"query": "x"}'},
-        },
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []},
-        },
-        {"type": "content_block_stop", "index": 1},
+        block_start(0, {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}),
+        json_delta(0, '{"query": "x"}'),
+        block_stop(0),
+        block_start(1, {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []}),
+        block_stop(1),
         delta_event(),
         STOP,
     )
@@ -222,18 +191,10 @@ def test_citations_deltas_attach_to_their_text_part() -> None:
     citation = {"type": "web_search_result_location", "url": "https://example.com", "cited_text": "c"}
     _, response = run(
         START,
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "text", "text": "", "citations": []},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "citations_delta", "citation": citation},
-        },
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "fact"}},
-        {"type": "content_block_stop", "index": 0},
+        block_start(0, {"type": "text", "text": "", "citations": []}),
+        block_delta(0, {"type": "citations_delta", "citation": citation}),
+        block_delta(0, {"type": "text_delta", "text": "fact"}),
+        block_stop(0),
         delta_event(),
         STOP,
     )
@@ -373,66 +334,26 @@ def _as_stream(body: dict[str, Any]) -> bytes:
     for index, block in enumerate(body["content"]):
         kind = block["type"]
         if kind == "text":
-            events.append(
-                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
-            )
+            events.append(block_start(index, {"type": "text", "text": ""}))
             for citation in block.get("citations") or []:
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "citations_delta", "citation": citation},
-                    }
-                )
+                events.append(block_delta(index, {"type": "citations_delta", "citation": citation}))
             text = block["text"]
             for i in range(0, len(text), 7):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": text[i : i + 7]},
-                    }
-                )
+                events.append(block_delta(index, {"type": "text_delta", "text": text[i : i + 7]}))
         elif kind == "thinking":
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                }
-            )
+            events.append(block_start(index, {"type": "thinking", "thinking": "", "signature": ""}))
             text = block["thinking"]
             for i in range(0, len(text), 11):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "thinking_delta", "thinking": text[i : i + 11]},
-                    }
-                )
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "signature_delta", "signature": block["signature"]},
-                }
-            )
+                events.append(block_delta(index, {"type": "thinking_delta", "thinking": text[i : i + 11]}))
+            events.append(block_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
         elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            events.append(
-                {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}}
-            )
+            events.append(block_start(index, {**block, "input": {}}))
             raw = json.dumps(block["input"])
             for i in range(0, len(raw), 5):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": raw[i : i + 5]},
-                    }
-                )
+                events.append(json_delta(index, raw[i : i + 5]))
         else:
-            events.append({"type": "content_block_start", "index": index, "content_block": block})
-        events.append({"type": "content_block_stop", "index": index})
+            events.append(block_start(index, block))
+        events.append(block_stop(index))
     events.append(
         {
             "type": "message_delta",

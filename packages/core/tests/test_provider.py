@@ -6,14 +6,12 @@ Waits that depend on the client use events, never sleeps, and every timeout is w
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import anyio
 import httpx2
@@ -37,154 +35,11 @@ from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
 from ferrule.core.provider import Provider
 from ferrule.core.sse import SseEvent
 from ferrule.core.url_policy import UrlPolicy
+from tests.support.http_server import Conn, Handler, Request, json_reply
+from tests.support.http_server import LocalServer as Server
 
 KEY = "sk-SENTINEL-do-not-leak-0123456789"
 FAST = Timeouts(connect=2.0, first_byte=1.0, read=0.3, total=5.0)
-
-# -- a tiny HTTP/1.1 server ----------------------------------------------------------------------
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Conn:
-    sock: socket.socket
-    server: Server
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def respond(
-        self,
-        status: int,
-        body: bytes = b"",
-        headers: dict[str, str] | None = None,
-        *,
-        length: int | None = None,
-    ) -> None:
-        head = [f"HTTP/1.1 {status} Status", f"content-length: {len(body) if length is None else length}"]
-        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        self.send(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-
-    def start_chunked(self, status: int = 200, headers: dict[str, str] | None = None) -> None:
-        head = [f"HTTP/1.1 {status} Status", "transfer-encoding: chunked"]
-        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        self.send(("\r\n".join(head) + "\r\n\r\n").encode())
-
-    def chunk(self, data: bytes) -> None:
-        self.send(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
-    def end_chunked(self) -> None:
-        self.send(b"0\r\n\r\n")
-
-    def wait(self, event: threading.Event) -> None:
-        """Block this connection until `event` is set or the server stops."""
-        while not event.wait(0.02):
-            if self.server.stopping.is_set():
-                return
-
-    def hang(self) -> None:
-        self.wait(self.server.stopping)
-
-    def wait_for_disconnect(self) -> None:
-        """Record when the client closes the connection (recv returns EOF or fails)."""
-        self.sock.settimeout(3.0)
-        try:
-            while self.sock.recv(4096):
-                pass
-        except OSError:
-            pass
-        self.server.disconnected.set()
-
-
-Handler = Callable[[Conn, Request], bool | None]
-
-
-@dataclass
-class Server:
-    handler: Handler
-    requests: list[Request] = field(default_factory=list[Request])
-    stopping: threading.Event = field(default_factory=threading.Event)
-    disconnected: threading.Event = field(default_factory=threading.Event)
-    go: threading.Event = field(default_factory=threading.Event)
-
-    def __post_init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen()
-        self.listener.settimeout(0.05)
-        self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.conns: list[socket.socket] = []
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
-
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                continue
-            self.conns.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        sock.settimeout(3.0)
-        buffer = b""
-        try:
-            while not self.stopping.is_set():
-                while b"\r\n\r\n" not in buffer:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, buffer = buffer.split(b"\r\n\r\n", 1)
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-                length = int(headers.get("content-length", "0"))
-                while len(buffer) < length:
-                    buffer += sock.recv(65536)
-                body, buffer = buffer[:length], buffer[length:]
-                request = Request(method, path, headers, body)
-                self.requests.append(request)
-                if self.handler(Conn(sock, self), request) is False:
-                    return
-        except OSError:
-            pass
-        finally:
-            sock.close()
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.listener.close()
-        for sock in self.conns:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        for thread in self.threads:
-            thread.join(timeout=2)
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Handler], Server]]:
-    servers: list[Server] = []
-
-    def start(handler: Handler) -> Server:
-        server = Server(handler)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 def provider_for(server: Server, **kwargs: object) -> Provider:
@@ -193,12 +48,7 @@ def provider_for(server: Server, **kwargs: object) -> Provider:
 
 
 def json_ok(payload: object, headers: dict[str, str] | None = None) -> Handler:
-    def handler(conn: Conn, request: Request) -> None:
-        conn.respond(
-            200, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})}
-        )
-
-    return handler
+    return json_reply(payload, headers=headers)
 
 
 async def wait_thread_event(event: threading.Event) -> bool:

@@ -569,21 +569,16 @@ def _data_uri_bytes(uri: str) -> tuple[bytes, str]:
     return base64.b64decode(data), head.removeprefix("data:").split(";")[0]
 
 
+def _user_call(*content: str | BinaryContent) -> ModelCall:
+    """A call whose only message is one user prompt of `content`."""
+    return ModelCall(messages=[ModelRequest(parts=[UserPromptPart(content=list(content))])])
+
+
 def test_request_binary_image_chat() -> None:
     it = BY_ID["test_openai/test_image_as_binary_content_input#0"]
     content = it.request_json["messages"][0]["content"]
     data, media_type = _data_uri_bytes(content[1]["image_url"]["url"])
-    call = ModelCall(
-        messages=[
-            ModelRequest(
-                parts=[
-                    UserPromptPart(
-                        content=[content[0]["text"], BinaryContent(data=data, media_type=media_type)]
-                    )
-                ]
-            )
-        ]
-    )
+    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type=media_type))
     assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
 
 
@@ -591,17 +586,7 @@ def test_request_binary_pdf_chat() -> None:
     it = BY_ID["test_openai/test_document_as_binary_content_input#0"]
     content = it.request_json["messages"][0]["content"]
     data, media_type = _data_uri_bytes(content[1]["file"]["file_data"])
-    call = ModelCall(
-        messages=[
-            ModelRequest(
-                parts=[
-                    UserPromptPart(
-                        content=[content[0]["text"], BinaryContent(data=data, media_type=media_type)]
-                    )
-                ]
-            )
-        ]
-    )
+    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type=media_type))
     assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
 
 
@@ -610,20 +595,7 @@ def test_request_text_document_is_inlined_chat() -> None:
     content = it.request_json["messages"][0]["content"]
     inlined = content[1]["text"]
     text = inlined.split("\n", 1)[1].rsplit("\n", 1)[0]
-    call = ModelCall(
-        messages=[
-            ModelRequest(
-                parts=[
-                    UserPromptPart(
-                        content=[
-                            content[0]["text"],
-                            BinaryContent(data=text.encode(), media_type="text/plain"),
-                        ]
-                    )
-                ]
-            )
-        ]
-    )
+    call = _user_call(content[0]["text"], BinaryContent(data=text.encode(), media_type="text/plain"))
     assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
 
 
@@ -631,17 +603,7 @@ def test_request_binary_audio_chat() -> None:
     it = BY_ID["test_openai/test_audio_as_binary_content_input#0"]
     content = it.request_json["messages"][0]["content"]
     data = base64.b64decode(content[1]["input_audio"]["data"])
-    call = ModelCall(
-        messages=[
-            ModelRequest(
-                parts=[
-                    UserPromptPart(
-                        content=[content[0]["text"], BinaryContent(data=data, media_type="audio/mpeg")]
-                    )
-                ]
-            )
-        ]
-    )
+    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type="audio/mpeg"))
     model = "gpt-4o-audio-preview"
     assert "audio" in openai_chat_profile(model).profile.content_kinds
     assert chat_body(call, model, openai_chat_profile(model).dialect) == normalize(it.request_json)

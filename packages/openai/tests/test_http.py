@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import msgspec
@@ -58,10 +58,9 @@ from ferrule.providers.openai import (
     OpenRouterRouting,
     local_url_policy,
 )
+from tests.support import http_server
 from tests.support.cassettes import cassette_root, iter_interactions
-
-if TYPE_CHECKING:
-    from conftest import Conn, LocalServer, Request
+from tests.support.http_server import Conn, Handler, LocalServer, Request
 
 FAST = Timeouts(connect=2.0, first_byte=2.0, read=0.5, total=10.0)
 KEY = "sk-test-SENTINEL-0123456789abcdef"
@@ -89,18 +88,8 @@ def user(text: str = "What is the capital of France?") -> ModelCall:
     return ModelCall(messages=[ModelRequest(parts=[UserPromptPart(content=text)])])
 
 
-def json_reply(
-    body: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> Callable[[Conn, Request], None]:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-
-    def handler(conn: Conn, request: Request) -> None:
-        del request
-        conn.respond(
-            status, data, {"content-type": "application/json", "x-request-id": "req_123", **(headers or {})}
-        )
-
-    return handler
+def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Handler:
+    return http_server.json_reply(body, status, {"x-request-id": "req_123", **(headers or {})})
 
 
 async def drain(stream: Any, sink: list[ModelStreamEvent]) -> None:

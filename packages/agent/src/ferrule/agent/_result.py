@@ -167,7 +167,21 @@ class StreamedRunResult(Generic[OutputT]):
     async def _events(self) -> AsyncIterator[AgentStreamEvent]:
         if self._finished:
             return
-        async for item in self._receive:
+        receive = self._receive
+        would_block = anyio.WouldBlock
+        end = anyio.EndOfStream
+        while True:
+            # Take what is buffered without a checkpoint; wait (a checkpoint) only when it is empty,
+            # so a burst of events crosses from the run's task in one switch, not one per event.
+            try:
+                item = receive.receive_nowait()
+            except would_block:
+                try:
+                    item = await receive.receive()
+                except end:
+                    break
+            except end:
+                break
             yield item
         self._finished = True
         self._raise_if_failed()
@@ -262,9 +276,20 @@ def _with_state(error: BaseException, run: Run) -> BaseException:
 
 async def drive_stream(run: Run, send: MemoryObjectSendStream[Any], errors: list[BaseException]) -> None:
     """The background task of a streamed run: the loop, sending each event to the consumer."""
+    send_nowait = send.send_nowait
+    would_block = anyio.WouldBlock
+
+    async def emit(event: Any) -> None:
+        # Buffer without a checkpoint; block (and let the consumer drain) only when the buffer is
+        # full. The run still reaches checkpoints in the model stream, tools and hooks.
+        try:
+            send_nowait(event)
+        except would_block:
+            await send.send(event)
+
     async with send:
         try:
-            await run.run_to_end(send.send)
+            await run.run_to_end(emit)
         except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
             errors.append(exc)
         except anyio.get_cancelled_exc_class():

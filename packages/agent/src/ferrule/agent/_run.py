@@ -1532,7 +1532,7 @@ class _PartialTracker:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.text: JsonPrefix | list[str] | None = None
+        self.text: JsonPrefix | str | None = None
         self.prefixes: dict[int, JsonPrefix] = {}
         self.names: dict[int, str] = {}
         self.named: set[int] = set()  # parts whose start event already carried the whole name
@@ -1575,10 +1575,10 @@ class _PartialTracker:
             return await self._snapshot(self.text, plan.choices[0] if len(plan.choices) == 1 else None, None)
         if not plan.allow_text:
             return None
-        if not isinstance(self.text, list):
-            self.text = []
-        self.text.append(delta)
-        snapshot = "".join(self.text)
+        # One concatenation per delta (a copy of the text so far, which the snapshot needs anyway),
+        # not a join over every delta so far.
+        snapshot = delta if not isinstance(self.text, str) else self.text + delta
+        self.text = snapshot
         if plan.text_function is not None:
             return PartialOutputEvent(snapshot)
         ok, value = await self._validated(snapshot, None)

@@ -284,26 +284,34 @@ class FunctionModel(Model):
             yield ResponseCompleted(response)
             return
         builder = ResponseBuilder()
-        async for item in self.stream_function(call.messages, self._info(call)):
-            if isinstance(item, str):
-                for event in builder.text(item, key="text"):
-                    yield event
-            elif isinstance(item, DeltaThinking):
-                for event in builder.thinking(item.content, key="thinking", signature=item.signature):
-                    yield event
-            elif isinstance(item, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
-                for index, delta in item.items():
-                    for event in builder.tool_call(
-                        key=("call", index),
-                        tool_name=delta.name,
-                        args=delta.json_args,
-                        tool_call_id=delta.tool_call_id,
-                    ):
+        items = self.stream_function(call.messages, self._info(call))
+        try:
+            async for item in items:
+                if isinstance(item, str):
+                    for event in builder.text(item, key="text"):
                         yield event
-            else:
-                raise TypeError(
-                    f"stream_function yielded {item!r}; yield str, DeltaToolCall dicts or DeltaThinking"
-                )
+                elif isinstance(item, DeltaThinking):
+                    for event in builder.thinking(item.content, key="thinking", signature=item.signature):
+                        yield event
+                elif isinstance(item, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    for index, delta in item.items():
+                        for event in builder.tool_call(
+                            key=("call", index),
+                            tool_name=delta.name,
+                            args=delta.json_args,
+                            tool_call_id=delta.tool_call_id,
+                        ):
+                            yield event
+                else:
+                    raise TypeError(
+                        f"stream_function yielded {item!r}; yield str, DeltaToolCall dicts or DeltaThinking"
+                    )
+        finally:
+            # Close the function's generator now (its `finally` runs when the run stops reading),
+            # not whenever the garbage collector reaches it.
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
         for event in builder.finish():
             yield event
         parts = builder.parts

@@ -26,7 +26,7 @@ from typing import Any, Final, TypeVar, overload
 import msgspec
 
 from ._json_scan import LimitExceeded, Malformed, check
-from .errors import FerruleError
+from .errors import FerruleError, ResponseDecodeError
 
 __all__ = [
     "CLI_CONFIG",
@@ -46,6 +46,7 @@ __all__ = [
     "JsonTypeError",
     "MalformedJsonError",
     "decode",
+    "decode_provider_json",
     "decode_value",
     "is_valid",
     "validate",
@@ -149,14 +150,7 @@ HISTORY: Final = JsonLimits(
 )
 """A persisted message history: long conversations with inline media."""
 
-PAUSED_STATE: Final = JsonLimits(
-    name="paused_state",
-    max_bytes=256 * _MIB,
-    max_depth=128,
-    max_string_bytes=64 * _MIB,
-    max_items=1_000_000,
-    max_number_chars=1_024,
-)
+PAUSED_STATE: Final = msgspec.structs.replace(HISTORY, name="paused_state")
 """The serialized state of a paused run; it embeds the run's history, so it matches `HISTORY`."""
 
 MCP: Final = JsonLimits(
@@ -440,3 +434,25 @@ def decode(
 def decode_value(data: JsonInput, limits: JsonLimits) -> Any:
     """Check `data` against `limits` and decode it into plain JSON values (dict, list, str, ...)."""
     return decode(data, limits=limits)
+
+
+def decode_provider_json(
+    data: JsonInput,
+    type: type[T],
+    limits: JsonLimits,
+    what: str,
+    *,
+    provider_name: str | None = None,
+    model_name: str | None = None,
+) -> T:
+    """Decode JSON a provider sent within `limits` into `type`, leniently (`strict=False`).
+
+    Every failure, limits included, raises [`ResponseDecodeError`][ferrule.core.errors.ResponseDecodeError]
+    saying that `what` (e.g. `"the model listing"`) is not valid.
+    """
+    try:
+        return decode(data, type=type, limits=limits, strict=False)
+    except JsonError as exc:
+        raise ResponseDecodeError(
+            f"{what} is not valid: {exc}", provider_name=provider_name, model_name=model_name
+        ) from None

@@ -72,6 +72,7 @@ __all__ = [
     "VideoUrl",
     "WorkspaceRef",
     "new_tool_call_id",
+    "replay_args",
     "replayable_to",
 ]
 
@@ -961,6 +962,27 @@ def replayable_to(response: ModelResponse, provider_name: str, model_name: str |
     if response.provider_name != provider_name:
         return False
     return model_name is None or response.model_name is None or response.model_name == model_name
+
+
+def replay_args(args: str | dict[str, Any] | None) -> dict[str, Any]:
+    """A tool call's arguments as the JSON object a provider requires when the call is replayed.
+
+    Raw text that is not a JSON object (which the agent answered with a retry prompt) is replayed
+    inside one, as `{"_raw_arguments": text}`; absent or blank arguments become `{}`.
+    """
+    if args is None:
+        return {}
+    if isinstance(args, dict):
+        return args
+    if not args.strip():
+        return {}
+    try:
+        decoded = msgspec.json.decode(args)
+    except msgspec.DecodeError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded  # pyright: ignore[reportUnknownVariableType]
+    return {"_raw_arguments": args}
 
 
 def iter_parts(messages: Sequence[Message]) -> Iterator[ModelRequestPart | ModelResponsePart]:

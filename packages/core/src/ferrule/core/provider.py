@@ -21,10 +21,11 @@ import math
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypedDict
 
 import anyio
 import httpx2
+import msgspec
 
 from .errors import (
     BadRequestError,
@@ -49,9 +50,12 @@ from .http import (
     request_id_from_headers,
 )
 from .sse import SseEvent, SseParser
-from .url_policy import UrlPolicy, redact_url
+from .url_policy import UrlPolicy, redact_url, url_origin
 
-__all__ = ["Provider", "QueryParams"]
+if TYPE_CHECKING:
+    from .model import ModelCall
+
+__all__ = ["Provider", "ProviderOptions", "QueryParams", "RequestOptions"]
 
 _log = logging.getLogger("ferrule.core.http")
 
@@ -61,6 +65,47 @@ _CLOSE_TIMEOUT = 5.0
 
 QueryParams: TypeAlias = Mapping[str, str | int | float | bool | None]
 """Query parameters of a request."""
+
+
+class ProviderOptions(TypedDict, total=False):
+    """The connection options every [`Provider`][ferrule.core.provider.Provider] takes besides its root and key.
+
+    A provider subclass declares `**options: Unpack[ProviderOptions]` and passes them on to
+    `Provider.__init__` unchanged, so each option is documented and defaulted in one place.
+    """
+
+    headers: Mapping[str, str] | None
+    """Fixed headers sent with every request."""
+    http_client: httpx2.AsyncClient | None
+    """An application-owned client, used as-is (redirects are never followed either way)."""
+    url_policy: UrlPolicy | None
+    """The policy every request URL must pass; `None` is the default policy (public HTTPS only)."""
+    timeouts: Timeouts | None
+    """Default timeouts of every request."""
+    limits: HttpLimits | None
+    """Size limits on responses and stream lines."""
+    error_body: ErrorBodyPolicy | None
+    """Whether errors keep a redacted body prefix."""
+
+
+class RequestOptions(TypedDict, total=False):
+    """Per-request options of `Provider.request` and the `stream_*` methods, for a model client to build once.
+
+    `provider.request("POST", path, content=body, **options)` passes them on unchanged.
+    """
+
+    headers: Mapping[str, str] | None
+    """Headers of this request, merged over the provider's."""
+    params: QueryParams | None
+    """Query parameters."""
+    deadline: float | None
+    """An absolute `anyio.current_time()` value that tightens `timeouts.total`."""
+    model_name: str | None
+    """The model the request is for, recorded on errors."""
+    timeouts: Timeouts | None
+    """Timeouts of this request instead of the provider's."""
+    error_body: ErrorBodyPolicy | None
+    """The error-body policy of this request instead of the provider's."""
 
 
 class Provider:
@@ -99,7 +144,7 @@ class Provider:
             )
         self.base_url: str = str(parsed).rstrip("/")
         """The API root; request paths are appended to it."""
-        self._origin = _origin(parsed)
+        self._origin = url_origin(parsed)
         self._api_key = api_key
         fixed: dict[str, str] = {}
         for name, value in (headers or {}).items():
@@ -266,6 +311,20 @@ class Provider:
         async with call.open() as reader:
             yield _ChunkIterator(reader)
 
+    def call_options(self, call: ModelCall, model_name: str) -> RequestOptions:
+        """The transport options of one model call: its deadline, and its own timeout and error-body capture.
+
+        `ModelSettings.timeout` replaces `timeouts.total`; `capture_error_body` turns capture on in
+        the provider's error-body policy. A model client adds its headers and sends
+        `request(..., **options)`.
+        """
+        options: RequestOptions = {"deadline": call.deadline, "model_name": model_name}
+        if call.settings.timeout is not None:
+            options["timeouts"] = msgspec.structs.replace(self.timeouts, total=call.settings.timeout)
+        if call.capture_error_body:
+            options["error_body"] = msgspec.structs.replace(self.error_body, capture=True)
+        return options
+
     async def aclose(self) -> None:
         """Close the pooled client if this provider created it; an application's client is left open.
 
@@ -321,7 +380,7 @@ class Provider:
         error_body: ErrorBodyPolicy | None,
     ) -> _Call:
         url = self.url_policy.check(self.base_url + "/" + path.lstrip("/"))
-        if _origin(url) != self._origin:
+        if url_origin(url) != self._origin:
             raise UrlPolicyError(
                 redact_url(url), f"requests must stay on the provider's origin {self._origin}"
             )
@@ -742,11 +801,6 @@ def _headers_dict(headers: httpx2.Headers) -> dict[str, str]:
         lower = name.lower()
         result[lower] = f"{result[lower]}, {value}" if lower in result else value
     return result
-
-
-def _origin(url: httpx2.URL) -> str:
-    port = url.port if url.port is not None else (443 if url.scheme == "https" else 80)
-    return f"{url.scheme}://{url.raw_host.decode('ascii').lower().rstrip('.')}:{port}"
 
 
 def _loop_token() -> object:

@@ -181,6 +181,16 @@ class _Attempts:
             return self.deadline, False
         return own, True
 
+    async def after_failure(self, model: Model, error: ProviderError) -> None:
+        """A timeout at the run deadline ends the request; any other failure may be retried."""
+        if (
+            isinstance(error, ProviderTimeoutError)
+            and self.deadline is not None
+            and anyio.current_time() >= self.deadline
+        ):
+            raise _deadline_passed(model) from error
+        await self.wait_or_raise(error)
+
     async def wait_or_raise(self, error: ProviderError) -> None:
         """Sleep before the next attempt, or re-raise `error` if the policy gives up."""
         policy = self.policy
@@ -277,13 +287,7 @@ async def request_with_retry(
             # Only reached when the scope swallowed the cancellation at its deadline.
             raise _timed_out(model, timeout) if own_timeout else _deadline_passed(model)
         except ProviderError as error:
-            if (
-                isinstance(error, ProviderTimeoutError)
-                and deadline is not None
-                and anyio.current_time() >= deadline
-            ):
-                raise _deadline_passed(model) from error
-            await attempts.wait_or_raise(error)
+            await attempts.after_failure(model, error)
 
 
 async def stream_with_retry(
@@ -322,13 +326,7 @@ async def stream_with_retry(
                     raise _timed_out(model, timeout) if own_timeout else _deadline_passed(model)
         except ProviderError as error:
             await _aclose(stream)
-            if (
-                isinstance(error, ProviderTimeoutError)
-                and deadline is not None
-                and anyio.current_time() >= deadline
-            ):
-                raise _deadline_passed(model) from error
-            await attempts.wait_or_raise(error)
+            await attempts.after_failure(model, error)
             continue
         except BaseException:
             await _aclose(stream)

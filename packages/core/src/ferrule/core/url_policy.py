@@ -18,7 +18,7 @@ import msgspec.structs
 
 from .errors import UrlPolicyError
 
-__all__ = ["UrlPolicy", "redact_url"]
+__all__ = ["UrlPolicy", "redact_url", "url_origin"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
@@ -183,6 +183,12 @@ def redact_url(url: str | httpx2.URL) -> str:
         ]
         parsed = parsed.copy_with(params=params)
     return str(parsed)
+
+
+def url_origin(url: httpx2.URL) -> str:
+    """`scheme://host:port` of an absolute URL (host lower-cased, default port filled in), for same-origin checks."""
+    port = url.port if url.port is not None else _DEFAULT_PORTS.get(url.scheme, 80)
+    return f"{url.scheme}://{url.raw_host.decode('ascii').lower().rstrip('.')}:{port}"
 
 
 def _redact_unparsed(text: str) -> str:

@@ -36,6 +36,7 @@ from ferrule.core.messages import (
     UploadedFile,
     UserPromptPart,
     VideoUrl,
+    replay_args,
     replayable_to,
 )
 from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
@@ -609,7 +610,7 @@ class _Encoder:
                     "type": "tool_use",
                     "id": part.tool_call_id,
                     "name": part.tool_name,
-                    "input": _args_dict(part.args),
+                    "input": replay_args(part.args),
                 }
                 caller = (part.provider_details or {}).get("caller") if own else None
                 if isinstance(caller, dict):
@@ -654,24 +655,6 @@ def _is_media(item: object) -> bool:
     return isinstance(item, BinaryContent | ImageUrl | DocumentUrl | AudioUrl | VideoUrl | UploadedFile)
 
 
-def _args_dict(args: str | dict[str, Any] | None) -> dict[str, Any]:
-    if args is None:
-        return {}
-    if isinstance(args, dict):
-        return args
-    if not args.strip():
-        return {}
-    try:
-        decoded = msgspec.json.decode(args)
-    except msgspec.DecodeError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return decoded  # pyright: ignore[reportUnknownVariableType]
-    # The model produced arguments that are not a JSON object (the agent answered with a retry
-    # prompt); `input` must be an object, so the raw text is replayed inside one.
-    return {"_raw_arguments": args}
-
-
 def _thinking_block(part: ThinkingPart) -> dict[str, Any] | None:
     details = part.provider_details or {}
     if details.get("type") == "redacted_thinking" and isinstance(details.get("data"), str):
@@ -687,7 +670,7 @@ def _thinking_block(part: ThinkingPart) -> dict[str, Any] | None:
 
 def _native_call_block(part: NativeToolCallPart) -> dict[str, Any]:
     details = part.provider_details or {}
-    args = _args_dict(part.args)
+    args = replay_args(part.args)
     if part.tool_name.startswith("mcp_server:"):
         tool_args = args.get("tool_args")
         return {

@@ -8,10 +8,10 @@ from typing import Final
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.http import ErrorBodyPolicy, Timeouts
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
 from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import RequestOptions
 from ferrule.core.settings import ModelSettings, validate_request_headers
 
 from ._decode import StreamDecoder, decode_response
@@ -93,29 +93,17 @@ class AnthropicModel(Model):
             headers["anthropic-beta"] = ",".join(all_betas)
         return headers
 
-    def _options(self, call: ModelCall) -> tuple[Timeouts | None, ErrorBodyPolicy | None]:
-        timeouts = None
-        if call.settings.timeout is not None:
-            timeouts = msgspec.structs.replace(self._provider.timeouts, total=call.settings.timeout)
-        policy = None
-        if call.capture_error_body:
-            policy = msgspec.structs.replace(self._provider.error_body, capture=True)
-        return timeouts, policy
+    def _options(self, call: ModelCall, betas: Iterable[str]) -> RequestOptions:
+        options = self._provider.call_options(call, self._model_name)
+        options["headers"] = self._headers(call, betas)
+        return options
 
     async def _request(self, call: ModelCall) -> ModelResponse:
         encoded = encode_request(call, model_name=self._model_name, profile=self._family, stream=False)
         if encoded.max_tokens > STREAMING_MAX_TOKENS:
             return await super()._request(call)
-        timeouts, policy = self._options(call)
         response = await self._provider.request(
-            "POST",
-            MESSAGES_PATH,
-            content=encoded.body,
-            headers=self._headers(call, encoded.betas),
-            deadline=call.deadline,
-            model_name=self._model_name,
-            timeouts=timeouts,
-            error_body=policy,
+            "POST", MESSAGES_PATH, content=encoded.body, **self._options(call, encoded.betas)
         )
         return decode_response(
             response.content, model_name=self._model_name, provider_url=self._provider.base_url
@@ -123,17 +111,9 @@ class AnthropicModel(Model):
 
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
         encoded = encode_request(call, model_name=self._model_name, profile=self._family, stream=True)
-        timeouts, policy = self._options(call)
         decoder = StreamDecoder(model_name=self._model_name, provider_url=self._provider.base_url)
         async with self._provider.stream_sse(
-            "POST",
-            MESSAGES_PATH,
-            content=encoded.body,
-            headers=self._headers(call, encoded.betas),
-            deadline=call.deadline,
-            model_name=self._model_name,
-            timeouts=timeouts,
-            error_body=policy,
+            "POST", MESSAGES_PATH, content=encoded.body, **self._options(call, encoded.betas)
         ) as events:
             async for event in events:
                 for item in decoder.feed(event.event, event.data):

@@ -8,17 +8,14 @@ import re
 import secrets
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final, Unpack, cast
 
-import httpx2
 import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import ErrorCategory, ResponseDecodeError, UserError
-from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
 from ferrule.core.messages import UploadedFile
-from ferrule.core.provider import Provider
-from ferrule.core.url_policy import UrlPolicy
+from ferrule.core.provider import Provider, ProviderOptions
 
 from ._decode import ERROR_CATEGORIES
 from ._encode import BETA_FILES_API, PROVIDER_NAME
@@ -146,14 +143,9 @@ class AnthropicProvider(Provider):
         api_key: str | None = None,
         base_url: str | None = None,
         api_version: str = DEFAULT_API_VERSION,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
         file_limits: FileLimits | None = None,
         discovery_limits: DiscoveryLimits | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         if not key:
@@ -162,19 +154,13 @@ class AnthropicProvider(Provider):
                 "AnthropicProvider(api_key=...)"
             )
         fixed = {"anthropic-version": api_version}
-        for name, value in (headers or {}).items():
+        for name, value in (options.get("headers") or {}).items():
             if name.lower() in _FORBIDDEN_HEADERS:
                 raise UserError(f"pass the credential as api_key, not as the {name!r} header")
             fixed[name.lower()] = value
+        options["headers"] = fixed
         super().__init__(
-            base_url=base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL,
-            api_key=key,
-            headers=fixed,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
+            base_url=base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL, api_key=key, **options
         )
         self.file_limits: FileLimits = file_limits or FileLimits()
         """Bounds on uploads."""

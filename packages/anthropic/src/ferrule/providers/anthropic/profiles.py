@@ -155,6 +155,53 @@ def _adaptive_only(family: str, *, forced_tool_choice: bool = True) -> Anthropic
     )
 
 
+def _adaptive_or_budget(family: str, *, max_output: int) -> AnthropicProfile:
+    # Opus / Sonnet 4.6: adaptive thinking or a budget, effort, the 2026 server tools.
+    return _profile(
+        family,
+        max_output=max_output,
+        default_max_tokens=16_384,
+        thinking="adaptive_or_budget",
+        efforts=_EFFORTS,
+        effort=True,
+        structured=True,
+        native=_ALL_WEB,
+        deferred=True,
+        web_search=_WS_2026,
+        web_fetch=_WF_2026,
+        code_execution=_CE_2026,
+    )
+
+
+def _budget_thinking(
+    family: str,
+    *,
+    max_output: int,
+    efforts: frozenset[str] = _BUDGET_EFFORTS,
+    effort: bool = False,
+    structured: bool = False,
+    deferred: bool = False,
+    interleaved: bool = True,
+    code_execution: str = _CE_2025,
+) -> AnthropicProfile:
+    # Claude 3.7 to 4.5: a thinking budget, interleaved thinking from Claude 4 on, the 2025 web tools.
+    return _profile(
+        family,
+        max_output=max_output,
+        default_max_tokens=16_384,
+        thinking="budget",
+        efforts=efforts,
+        effort=effort,
+        structured=structured,
+        native=_ALL_WEB,
+        deferred=deferred,
+        interleaved=interleaved,
+        web_search=_WS_2025,
+        web_fetch=_WF_2025,
+        code_execution=code_execution,
+    )
+
+
 FAMILIES: Final[tuple[tuple[re.Pattern[str], AnthropicProfile], ...]] = tuple(
     (re.compile(pattern), profile)
     for pattern, profile in (
@@ -164,153 +211,39 @@ FAMILIES: Final[tuple[tuple[re.Pattern[str], AnthropicProfile], ...]] = tuple(
         (r"claude-sonnet-5", _adaptive_only("claude-sonnet-5")),
         (r"claude-opus-4-8", _adaptive_only("claude-opus-4-8")),
         (r"claude-opus-4-7", _adaptive_only("claude-opus-4-7")),
-        (
-            r"claude-opus-4-6",
-            _profile(
-                "claude-opus-4-6",
-                max_output=128_000,
-                default_max_tokens=16_384,
-                thinking="adaptive_or_budget",
-                efforts=_EFFORTS,
-                effort=True,
-                structured=True,
-                native=_ALL_WEB,
-                deferred=True,
-                web_search=_WS_2026,
-                web_fetch=_WF_2026,
-                code_execution=_CE_2026,
-            ),
-        ),
-        (
-            r"claude-sonnet-4-6",
-            _profile(
-                "claude-sonnet-4-6",
-                max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="adaptive_or_budget",
-                efforts=_EFFORTS,
-                effort=True,
-                structured=True,
-                native=_ALL_WEB,
-                deferred=True,
-                web_search=_WS_2026,
-                web_fetch=_WF_2026,
-                code_execution=_CE_2026,
-            ),
-        ),
+        (r"claude-opus-4-6", _adaptive_or_budget("claude-opus-4-6", max_output=128_000)),
+        (r"claude-sonnet-4-6", _adaptive_or_budget("claude-sonnet-4-6", max_output=64_000)),
         (
             r"claude-opus-4-5",
-            _profile(
+            _budget_thinking(
                 "claude-opus-4-5",
                 max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="budget",
                 efforts=frozenset({"low", "medium", "high"}),
                 effort=True,
                 structured=True,
-                native=_ALL_WEB,
                 deferred=True,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
                 code_execution=_CE_2026,
             ),
         ),
         (
             r"claude-sonnet-4-5",
-            _profile(
+            _budget_thinking(
                 "claude-sonnet-4-5",
                 max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
                 structured=True,
-                native=_ALL_WEB,
                 deferred=True,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
                 code_execution=_CE_2026,
             ),
         ),
         (
             r"claude-haiku-4-5",
-            _profile(
-                "claude-haiku-4-5",
-                max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
-                structured=True,
-                native=_ALL_WEB,
-                deferred=True,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
-                code_execution=_CE_2025,
-            ),
+            _budget_thinking("claude-haiku-4-5", max_output=64_000, structured=True, deferred=True),
         ),
-        (
-            r"claude-opus-4-1",
-            _profile(
-                "claude-opus-4-1",
-                max_output=32_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
-                structured=True,
-                native=_ALL_WEB,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
-                code_execution=_CE_2025,
-            ),
-        ),
+        (r"claude-opus-4-1", _budget_thinking("claude-opus-4-1", max_output=32_000, structured=True)),
         # Claude 4.0: `claude-opus-4-0`, `claude-opus-4-20250514`, `claude-opus-4@20250514`, `claude-opus-4`.
-        (
-            r"claude-opus-4(?:-0|-\d{8}|@|$)",
-            _profile(
-                "claude-opus-4",
-                max_output=32_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
-                native=_ALL_WEB,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
-                code_execution=_CE_2025,
-            ),
-        ),
-        (
-            r"claude-sonnet-4(?:-0|-\d{8}|@|$)",
-            _profile(
-                "claude-sonnet-4",
-                max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
-                native=_ALL_WEB,
-                interleaved=True,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
-                code_execution=_CE_2025,
-            ),
-        ),
-        (
-            r"claude-3-7-sonnet",
-            _profile(
-                "claude-3-7-sonnet",
-                max_output=64_000,
-                default_max_tokens=16_384,
-                thinking="budget",
-                efforts=_BUDGET_EFFORTS,
-                native=_ALL_WEB,
-                web_search=_WS_2025,
-                web_fetch=_WF_2025,
-                code_execution=_CE_2025,
-            ),
-        ),
+        (r"claude-opus-4(?:-0|-\d{8}|@|$)", _budget_thinking("claude-opus-4", max_output=32_000)),
+        (r"claude-sonnet-4(?:-0|-\d{8}|@|$)", _budget_thinking("claude-sonnet-4", max_output=64_000)),
+        (r"claude-3-7-sonnet", _budget_thinking("claude-3-7-sonnet", max_output=64_000, interleaved=False)),
         (
             r"claude-3-5-haiku",
             _profile(

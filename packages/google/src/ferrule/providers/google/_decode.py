@@ -265,8 +265,13 @@ class StreamDecoder:
         """Decode one stream event's JSON and return the events it produces."""
         if not data.strip():
             return []
-        chunk = _decode_json(
-            data, bounded_json.STREAM_EVENT, "a Gemini stream event", self.model_name, self.provider_name
+        chunk = bounded_json.decode_provider_json(
+            data,
+            GenerateContentResponse,
+            bounded_json.STREAM_EVENT,
+            "a Gemini stream event",
+            provider_name=self.provider_name,
+            model_name=self.model_name,
         )
         return self.feed_chunk(chunk)
 
@@ -724,17 +729,6 @@ def _b64decode(data: str) -> bytes:
     return base64.b64decode(text + "=" * (-len(text) % 4), altchars=alt, validate=True)
 
 
-def _decode_json(
-    data: str | bytes, limits: bounded_json.JsonLimits, what: str, model_name: str | None, provider_name: str
-) -> GenerateContentResponse:
-    try:
-        return bounded_json.decode(data, type=GenerateContentResponse, limits=limits, strict=False)
-    except bounded_json.JsonError as exc:
-        raise ResponseDecodeError(
-            f"{what} is not valid: {exc}", provider_name=provider_name, model_name=model_name
-        ) from None
-
-
 def decode_response(
     body: bytes,
     *,
@@ -749,8 +743,13 @@ def decode_response(
     complete response, `ContentFilterError` for a blocked prompt or a filtered answer, and the
     mapped `ProviderError` for an error body.
     """
-    chunk = _decode_json(
-        body, bounded_json.PROVIDER_RESPONSE, "the Gemini response body", model_name, provider_name
+    chunk = bounded_json.decode_provider_json(
+        body,
+        GenerateContentResponse,
+        bounded_json.PROVIDER_RESPONSE,
+        "the Gemini response body",
+        provider_name=provider_name,
+        model_name=model_name,
     )
     decoder = StreamDecoder(model_name=model_name, provider_name=provider_name, provider_url=provider_url)
     decoder.feed_chunk(chunk)
@@ -771,16 +770,14 @@ def decode_stream(
     """
     decoder = StreamDecoder(model_name=model_name, provider_name=provider_name, provider_url=provider_url)
     if data.lstrip()[:1] == b"[":
-        try:
-            chunks = bounded_json.decode(
-                data, type=list[GenerateContentResponse], limits=bounded_json.PROVIDER_RESPONSE, strict=False
-            )
-        except bounded_json.JsonError as exc:
-            raise ResponseDecodeError(
-                f"the Gemini stream array is not valid: {exc}",
-                provider_name=provider_name,
-                model_name=model_name,
-            ) from None
+        chunks = bounded_json.decode_provider_json(
+            data,
+            list[GenerateContentResponse],
+            bounded_json.PROVIDER_RESPONSE,
+            "the Gemini stream array",
+            provider_name=provider_name,
+            model_name=model_name,
+        )
         for chunk in chunks:
             decoder.feed_chunk(chunk)
     else:

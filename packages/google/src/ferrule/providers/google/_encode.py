@@ -37,6 +37,7 @@ from ferrule.core.messages import (
     UploadedFile,
     UserPromptPart,
     VideoUrl,
+    replay_args,
     replayable_to,
 )
 from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, ToolDefinition
@@ -358,7 +359,7 @@ class _Encoder:
                     elif signature:
                         encoded = {"text": ""}
             elif isinstance(part, ToolCallPart):
-                call: dict[str, Any] = {"name": part.tool_name, "args": _args_dict(part.args)}
+                call: dict[str, Any] = {"name": part.tool_name, "args": replay_args(part.args)}
                 if part.tool_call_id:
                     call["id"] = part.tool_call_id
                 encoded = {"functionCall": call}
@@ -605,29 +606,11 @@ def _signature(part: object) -> str | None:
     return None
 
 
-def _args_dict(args: str | dict[str, Any] | None) -> dict[str, Any]:
-    if args is None:
-        return {}
-    if isinstance(args, dict):
-        return args
-    if not args.strip():
-        return {}
-    try:
-        decoded = msgspec.json.decode(args)
-    except msgspec.DecodeError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return decoded  # pyright: ignore[reportUnknownVariableType]
-    # Arguments that are not a JSON object (the agent answered them with a retry prompt) are
-    # replayed inside one: functionCall.args must be an object.
-    return {"_raw_arguments": args}
-
-
 def _native_part(part: NativeToolCallPart | NativeToolReturnPart) -> dict[str, Any] | None:
     details = part.provider_details or {}
     kind = details.get("google_part")
     if isinstance(part, NativeToolCallPart):
-        args = _args_dict(part.args)
+        args = replay_args(part.args)
         if kind == "executableCode":
             code: dict[str, Any] = {
                 "code": str(args.get("code", "")),

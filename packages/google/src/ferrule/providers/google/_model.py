@@ -12,6 +12,7 @@ from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent
 from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import RequestOptions
 from ferrule.core.settings import ModelSettings, validate_request_headers
 
 from ._decode import StreamDecoder, decode_response
@@ -84,15 +85,10 @@ class GoogleModel(Model):
         """The request body `call` is sent as (for inspection and tests; no I/O)."""
         return build_request(call, self.encode_options())
 
-    def _transport_options(self, call: ModelCall) -> dict[str, Any]:
-        settings = call.settings
-        options: dict[str, Any] = {"deadline": call.deadline, "model_name": self._model_name}
-        if settings.extra_headers:
-            options["headers"] = validate_request_headers(settings.extra_headers)
-        if settings.timeout is not None:
-            options["timeouts"] = msgspec.structs.replace(self.provider.timeouts, total=settings.timeout)
-        if call.capture_error_body:
-            options["error_body"] = msgspec.structs.replace(self.provider.error_body, capture=True)
+    def _transport_options(self, call: ModelCall) -> RequestOptions:
+        options = self.provider.call_options(call, self._model_name)
+        if call.settings.extra_headers:
+            options["headers"] = validate_request_headers(call.settings.extra_headers)
         return options
 
     async def _request(self, call: ModelCall) -> ModelResponse:
@@ -112,9 +108,9 @@ class GoogleModel(Model):
         decoder = StreamDecoder(
             model_name=self._model_name, provider_name=self.provider.name, provider_url=self.provider.base_url
         )
-        async with self.provider.stream_sse(
-            "POST", path, content=body, params={"alt": "sse"}, **self._transport_options(call)
-        ) as events:
+        options = self._transport_options(call)
+        options["params"] = {"alt": "sse"}
+        async with self.provider.stream_sse("POST", path, content=body, **options) as events:
             async for event in events:
                 for item in decoder.feed(event.data):
                     yield item

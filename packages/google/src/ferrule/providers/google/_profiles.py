@@ -119,6 +119,18 @@ def family_of(model_name: str) -> GeminiFamily:
 _BUDGET_EFFORTS_FLASH: Final = {"none": 0, "low": 1024, "medium": 8192, "high": 24576}
 _BUDGET_EFFORTS_PRO: Final = {"low": 1024, "medium": 8192, "high": 32768}
 
+
+def _gemini_3_traits(family: GeminiFamily) -> GoogleModelTraits:
+    # Thinking levels, JSON output beside tools, signed function calls, visible server-side tools.
+    return GoogleModelTraits(
+        family=family,
+        thinking_style="level",
+        json_output_with_tools=True,
+        replays_function_signatures=True,
+        server_side_tool_invocations=True,
+    )
+
+
 _TRAITS: Final[dict[GeminiFamily, GoogleModelTraits]] = {
     "gemini-1.5": GoogleModelTraits(family="gemini-1.5", schema_dialect="openapi"),
     "gemini-2.0-flash": GoogleModelTraits(family="gemini-2.0-flash"),
@@ -146,20 +158,8 @@ _TRAITS: Final[dict[GeminiFamily, GoogleModelTraits]] = {
         min_thinking_budget=512,
         max_thinking_budget=24576,
     ),
-    "gemini-3-pro": GoogleModelTraits(
-        family="gemini-3-pro",
-        thinking_style="level",
-        json_output_with_tools=True,
-        replays_function_signatures=True,
-        server_side_tool_invocations=True,
-    ),
-    "gemini-3-flash": GoogleModelTraits(
-        family="gemini-3-flash",
-        thinking_style="level",
-        json_output_with_tools=True,
-        replays_function_signatures=True,
-        server_side_tool_invocations=True,
-    ),
+    "gemini-3-pro": _gemini_3_traits("gemini-3-pro"),
+    "gemini-3-flash": _gemini_3_traits("gemini-3-flash"),
     "unknown": GoogleModelTraits(family="unknown", schema_dialect="openapi"),
 }
 

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn, Unpack
 from urllib.parse import quote
 
 import httpx2
 import msgspec
 
 from ferrule.core.errors import ErrorCategory, ResponseDecodeError, UnsupportedFeatureError, UserError
-from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
 from ferrule.core.messages import UploadedFile
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider
-from ferrule.core.url_policy import UrlPolicy, redact_url
+from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.url_policy import redact_url, url_origin
 
 from ._decode import _STATUS_CATEGORIES, category_for_status
 from ._files import (
@@ -153,14 +151,9 @@ class GoogleProvider(GoogleProviderBase):
         api_key: str | None = None,
         base_url: str = GEMINI_BASE_URL,
         upload_url: str = GEMINI_UPLOAD_URL,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
         file_limits: FileLimits | None = None,
         discovery_limits: DiscoveryLimits | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         if api_key is None:
             api_key = next((os.environ[v] for v in GEMINI_API_KEY_VARS if os.environ.get(v)), None)
@@ -168,34 +161,17 @@ class GoogleProvider(GoogleProviderBase):
             raise UserError(
                 "no Gemini API key: pass api_key= or set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
             )
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=headers,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-        )
+        super().__init__(base_url=base_url, api_key=api_key, **options)
         upload = self.url_policy.check(upload_url)
         if upload.query or upload.fragment:
             raise ValueError(f"upload_url {redact_url(upload)!r} must not have a query or fragment")
         self.upload_url: str = str(upload).rstrip("/")
         """The upload root; upload session URLs must have its scheme, host and port."""
-        self._upload_origin = _origin(upload)
+        self._upload_origin = url_origin(upload)
         self._upload_prefix = upload.raw_path.decode("ascii").rstrip("/")
         # The upload root is its own authenticated configuration on its own origin-bound client.
-        self._uploads = _UploadTransport(
-            base_url=self._upload_origin,
-            api_key=api_key,
-            headers=headers,
-            http_client=http_client,
-            url_policy=self.url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-        )
+        upload_options: ProviderOptions = {**options, "url_policy": self.url_policy}
+        self._uploads = _UploadTransport(base_url=self._upload_origin, api_key=api_key, **upload_options)
         self.file_limits: FileLimits = file_limits or FileLimits()
         """Bounds checked before a Files API request."""
         self.discovery_limits: DiscoveryLimits = discovery_limits or DiscoveryLimits()
@@ -289,7 +265,7 @@ class GoogleProvider(GoogleProviderBase):
             raise ResponseDecodeError(
                 "the upload session URL is not a valid URL", provider_name=self.name
             ) from None
-        if not parsed.scheme or not parsed.raw_host or _origin(parsed) != self._upload_origin:
+        if not parsed.scheme or not parsed.raw_host or url_origin(parsed) != self._upload_origin:
             raise ResponseDecodeError(
                 f"the upload session URL {redact_url(parsed)!r} is not on the configured upload origin "
                 f"{self._upload_origin}; refusing to send the file there",
@@ -396,12 +372,7 @@ class VertexAIProvider(GoogleProviderBase):
         publisher: str = "google",
         api_version: str = "v1",
         base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         token = access_token if access_token is not None else os.environ.get(VERTEX_TOKEN_VAR)
         if not token:
@@ -426,16 +397,7 @@ class VertexAIProvider(GoogleProviderBase):
         """The Vertex AI location (`"global"` or a region)."""
         self.publisher: str = publisher
         """The model publisher (`"google"` for Gemini)."""
-        super().__init__(
-            base_url=base_url or f"{root}/{api_version}",
-            api_key=token,
-            headers=headers,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-        )
+        super().__init__(base_url=base_url or f"{root}/{api_version}", api_key=token, **options)
 
     def model_path(self, model_name: str, method: str) -> str:
         self._check_method(method)
@@ -456,8 +418,3 @@ class VertexAIProvider(GoogleProviderBase):
         raise UnsupportedFeatureError(
             "model discovery", model=self.name, hint="use GoogleProvider.list_models or the Vertex AI console"
         )
-
-
-def _origin(url: httpx2.URL) -> str:
-    port = url.port if url.port is not None else (443 if url.scheme == "https" else 80)
-    return f"{url.scheme}://{url.raw_host.decode('ascii').lower().rstrip('.')}:{port}"

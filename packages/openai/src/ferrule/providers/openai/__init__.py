@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._models import OpenAIChatModel, OpenAIResponsesModel
-    from ._provider import DiscoveredModel, OpenAICompatibleProvider, OpenAIProvider, local_url_policy
+    from ._provider import (
+        CompatibleOptions,
+        DiscoveredModel,
+        OpenAICompatibleProvider,
+        OpenAIProvider,
+        local_url_policy,
+    )
     from .compatible import (
         AzureOpenAIProvider,
         CerebrasProvider,
@@ -44,6 +50,7 @@ __all__ = [
     "CerebrasProvider",
     "ChatDialect",
     "ChatProfile",
+    "CompatibleOptions",
     "DeepSeekProvider",
     "DiscoveredModel",
     "FireworksProvider",
@@ -70,6 +77,7 @@ __all__ = [
 _LAZY = {
     "OpenAIChatModel": "_models",
     "OpenAIResponsesModel": "_models",
+    "CompatibleOptions": "_provider",
     "DiscoveredModel": "_provider",
     "OpenAICompatibleProvider": "_provider",
     "OpenAIProvider": "_provider",

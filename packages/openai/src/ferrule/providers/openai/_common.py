@@ -7,11 +7,10 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, cast
 
 import msgspec
 
-from ferrule.core import bounded_json
 from ferrule.core.errors import (
     ERROR_CLASSES,
     ErrorCategory,
@@ -20,8 +19,6 @@ from ferrule.core.errors import (
 )
 from ferrule.core.http import classify_status
 from ferrule.core.messages import FinishReason
-
-T = TypeVar("T")
 
 OPENAI = "openai"
 """Provider name of OpenAI itself."""
@@ -49,24 +46,6 @@ def normalize_finish_reason(raw: str | None) -> FinishReason | None:
     if raw is None:
         return None
     return _CHAT_FINISH.get(raw, "other")
-
-
-def decode_json(
-    data: bytes | str,
-    tp: type[T],
-    limits: bounded_json.JsonLimits,
-    what: str,
-    *,
-    provider_name: str | None = None,
-    model_name: str | None = None,
-) -> T:
-    """Decode untrusted JSON within `limits` into `tp`, mapping every failure to `ResponseDecodeError`."""
-    try:
-        return bounded_json.decode(data, type=tp, limits=limits, strict=False)
-    except bounded_json.JsonError as exc:
-        raise ResponseDecodeError(
-            f"{what} is not valid: {exc}", provider_name=provider_name, model_name=model_name
-        ) from None
 
 
 def timestamp(seconds: Any) -> datetime | None:

@@ -43,6 +43,15 @@ def identifier(item: BinaryContent | ImageUrl | AudioUrl | VideoUrl | DocumentUr
     return hashlib.sha1(seed, usedforsecurity=False).hexdigest()[:6]
 
 
+def check_uploaded_here(item: UploadedFile, provider_name: str) -> None:
+    """Refuse a file uploaded to another provider: its ID means nothing to this one."""
+    if item.provider_name != provider_name:
+        raise UserError(
+            f"file {item.file_id!r} was uploaded to {item.provider_name!r}, not {provider_name!r}; "
+            "upload it to this provider or send its bytes"
+        )
+
+
 def inline_text_file(item: BinaryContent) -> str:
     """A text-like file inlined between delimiters the model can refer to."""
     ident = identifier(item)

@@ -20,6 +20,7 @@ from ferrule.core.messages import (
 )
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
 from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import RequestOptions
 from ferrule.core.settings import ModelSettings, validate_request_headers
 from ferrule.core.url_policy import UrlPolicy
 
@@ -111,36 +112,28 @@ class _OpenAIModelBase(Model):
     def _error_body(call: ModelCall) -> ErrorBodyPolicy | None:
         return ErrorBodyPolicy(capture=True) if call.capture_error_body else None
 
-    async def _buffered(self, api: Literal["chat", "responses"], body: bytes, call: ModelCall) -> bytes:
+    def _endpoint(self, api: Literal["chat", "responses"], call: ModelCall) -> tuple[str, RequestOptions]:
+        """The path of `api` and the options of a request for `call`."""
         path, params = self._provider.endpoint(api, self._model_name)
-        response = await self._provider.request(
-            "POST",
-            path,
-            content=body,
-            headers=self._headers(call),
-            params=params,
-            deadline=call.deadline,
-            model_name=self._model_name,
-            timeouts=self._timeouts(call),
-            error_body=self._error_body(call),
-        )
+        return path, {
+            "headers": self._headers(call),
+            "params": params,
+            "deadline": call.deadline,
+            "model_name": self._model_name,
+            "timeouts": self._timeouts(call),
+            "error_body": self._error_body(call),
+        }
+
+    async def _buffered(self, api: Literal["chat", "responses"], body: bytes, call: ModelCall) -> bytes:
+        path, options = self._endpoint(api, call)
+        response = await self._provider.request("POST", path, content=body, **options)
         return response.content
 
     async def _streamed(
         self, api: Literal["chat", "responses"], body: bytes, call: ModelCall
     ) -> AsyncGenerator[ModelStreamEvent, None]:
-        path, params = self._provider.endpoint(api, self._model_name)
-        async with self._provider.stream_sse(
-            "POST",
-            path,
-            content=body,
-            headers=self._headers(call),
-            params=params,
-            deadline=call.deadline,
-            model_name=self._model_name,
-            timeouts=self._timeouts(call),
-            error_body=self._error_body(call),
-        ) as events:
+        path, options = self._endpoint(api, call)
+        async with self._provider.stream_sse("POST", path, content=body, **options) as events:
             decoder = self._decoder()
             async for event in events:
                 for out in decoder.feed_event(event):

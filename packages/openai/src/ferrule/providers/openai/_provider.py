@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Unpack
 
 import httpx2
 import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import ErrorCategory, UserError
-from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
-from ferrule.core.provider import Provider
+from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import Provider, ProviderOptions
 from ferrule.core.url_policy import UrlPolicy
 
-from ._common import as_dict, as_list, as_str, decode_json, timestamp
+from ._common import as_dict, as_list, as_str, timestamp
 from .profiles import (
     ChatProfile,
     ProfileLookup,
@@ -30,6 +30,7 @@ from .profiles import (
 
 __all__ = [
     "DEFAULT_MAX_MODELS",
+    "CompatibleOptions",
     "DiscoveredModel",
     "OpenAICompatibleProvider",
     "OpenAIProvider",
@@ -65,6 +66,15 @@ def local_url_policy(base_url: str) -> UrlPolicy:
     return UrlPolicy.local(f"{parsed.scheme}://{host}:{port}")
 
 
+class CompatibleOptions(ProviderOptions, total=False):
+    """The options every OpenAI-compatible provider takes besides its root and key (see `ProviderOptions`)."""
+
+    profile_lookup: ProfileLookup | None
+    """The application's profile table, consulted before the built-in one."""
+    profile_override: ProfileOverride | None
+    """The application's last word on every resolved profile."""
+
+
 class OpenAICompatibleProvider(Provider):
     """A server that speaks OpenAI's Chat Completions (and possibly Responses) API.
 
@@ -91,21 +101,20 @@ class OpenAICompatibleProvider(Provider):
     """The default root is a local server, allowed by a policy for exactly its origin."""
     supports_responses: ClassVar[bool] = False
     """Whether the provider serves the Responses API."""
+    chat_profile_table: ClassVar[Callable[[str], ChatProfile]] = generic_profile
+    """The provider's own family table: a model name's built-in profile and Chat Completions dialect."""
+    responses_profile_table: ClassVar[Callable[[str], ResponsesProfile] | None] = None
+    """The family table of the Responses API; `None` takes the chat table's profiles."""
 
     def __init__(
         self,
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
         profile_lookup: ProfileLookup | None = None,
         profile_override: ProfileOverride | None = None,
         name: str | None = None,
+        **options: Unpack[ProviderOptions],
     ) -> None:
         if name is not None:
             self.name = name
@@ -123,20 +132,11 @@ class OpenAICompatibleProvider(Provider):
                 f"{type(self).__name__} needs an API key: pass api_key=... or set the {self.api_key_env} "
                 "environment variable"
             )
-        if url_policy is None and self.local_default and base_url == self.default_base_url:
+        if options.get("url_policy") is None and self.local_default and base_url == self.default_base_url:
             # The built-in local root is allowed for exactly its origin; any other root must be
             # allowed by the application's own policy.
-            url_policy = local_url_policy(base_url)
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=headers,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-        )
+            options["url_policy"] = local_url_policy(base_url)
+        super().__init__(base_url=base_url, api_key=api_key, **options)
         self.profile_lookup: ProfileLookup | None = profile_lookup
         """The application's profile table, consulted before the built-in one."""
         self.profile_override: ProfileOverride | None = profile_override
@@ -164,37 +164,32 @@ class OpenAICompatibleProvider(Provider):
     # -- profiles --------------------------------------------------------------------------------
 
     def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        """The provider's own family table; subclasses override it."""
-        return generic_profile(model_name)
+        """The built-in entry for `model_name`; `chat_profile_table` unless a subclass overrides this."""
+        return type(self).chat_profile_table(model_name)
 
     def _builtin_responses_profile(self, model_name: str) -> ResponsesProfile:
+        table = type(self).responses_profile_table
+        if table is not None:
+            return table(model_name)
         return ResponsesProfile(profile=self._builtin_chat_profile(model_name).profile)
+
+    def _resolve(self, model_name: str, builtin: ModelProfile) -> ModelProfile:
+        """The built-in profile after the application's `profile_lookup` and `profile_override`."""
+        return resolve(
+            model_name, builtin, known=True, lookup=self.profile_lookup, override=self.profile_override
+        )
 
     def chat_profile(self, model_name: str) -> ChatProfile:
         """The resolved profile and Chat Completions dialect of `model_name` on this provider."""
         builtin = self._builtin_chat_profile(model_name)
-        profile = resolve(
-            model_name,
-            builtin.profile,
-            known=True,
-            lookup=self.profile_lookup,
-            override=self.profile_override,
-        )
-        return ChatProfile(profile=profile, dialect=builtin.dialect)
+        return ChatProfile(profile=self._resolve(model_name, builtin.profile), dialect=builtin.dialect)
 
     def responses_profile(self, model_name: str) -> ResponsesProfile:
         """The resolved profile and Responses dialect of `model_name`; fails when there is no Responses API."""
         if not self.supports_responses:
             raise UserError(f"{self.name} has no Responses API; use OpenAIChatModel with this provider")
         builtin = self._builtin_responses_profile(model_name)
-        profile = resolve(
-            model_name,
-            builtin.profile,
-            known=True,
-            lookup=self.profile_lookup,
-            override=self.profile_override,
-        )
-        return ResponsesProfile(profile=profile, dialect=builtin.dialect)
+        return ResponsesProfile(profile=self._resolve(model_name, builtin.profile), dialect=builtin.dialect)
 
     # -- endpoints -------------------------------------------------------------------------------
 
@@ -231,7 +226,7 @@ def parse_model_list(
     limits = msgspec.structs.replace(
         bounded_json.PROVIDER_RESPONSE, max_items=max(max_models, 64), name="model_list"
     )
-    document: object = decode_json(body, object, limits, "the model listing")
+    document: object = bounded_json.decode_provider_json(body, object, limits, "the model listing")
     if isinstance(document, dict):
         info = as_dict(document)
         raw_entries: object = (
@@ -280,6 +275,8 @@ class OpenAIProvider(OpenAICompatibleProvider):
     base_url_env = "OPENAI_BASE_URL"
     key_required = True
     supports_responses = True
+    chat_profile_table = openai_chat_profile
+    responses_profile_table = openai_responses_profile
 
     def __init__(
         self,
@@ -288,16 +285,9 @@ class OpenAIProvider(OpenAICompatibleProvider):
         base_url: str | None = None,
         organization: str | None = None,
         project: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
-        profile_lookup: ProfileLookup | None = None,
-        profile_override: ProfileOverride | None = None,
+        **options: Unpack[CompatibleOptions],
     ) -> None:
-        fixed = dict(headers or {})
+        fixed = dict(options.get("headers") or {})
         if organization is None:
             organization = os.environ.get("OPENAI_ORG_ID") or None
         if project is None:
@@ -306,21 +296,5 @@ class OpenAIProvider(OpenAICompatibleProvider):
             fixed["openai-organization"] = organization
         if project:
             fixed["openai-project"] = project
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=fixed,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-            profile_lookup=profile_lookup,
-            profile_override=profile_override,
-        )
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return openai_chat_profile(model_name)
-
-    def _builtin_responses_profile(self, model_name: str) -> ResponsesProfile:
-        return openai_responses_profile(model_name)
+        options["headers"] = fixed
+        super().__init__(base_url=base_url, api_key=api_key, **options)

@@ -72,13 +72,20 @@ from ._common import (
     as_int,
     as_list,
     as_str,
-    decode_json,
     in_band_error,
     normalize_finish_reason,
     shape_errors,
     timestamp,
 )
-from ._content import audio_format, extension, identifier, inline_text_file, is_text_like, split_tool_content
+from ._content import (
+    audio_format,
+    check_uploaded_here,
+    extension,
+    identifier,
+    inline_text_file,
+    is_text_like,
+    split_tool_content,
+)
 from .profiles import ChatDialect
 
 __all__ = [
@@ -195,11 +202,7 @@ def _content_item(item: UserContent, dialect: ChatDialect, provider_name: str) -
             "Chat Completions does not take video input; use a provider whose profile accepts video"
         )
     if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
-        if item.provider_name != provider_name:
-            raise UserError(
-                f"file {item.file_id!r} was uploaded to {item.provider_name!r}, not {provider_name!r}; "
-                "upload it to this provider or send its bytes"
-            )
+        check_uploaded_here(item, provider_name)
         if item.media_type and item.media_type.startswith("image/"):
             raise UserError(
                 "Chat Completions cannot reference an uploaded image by file_id; send the image bytes or a URL, "
@@ -797,7 +800,7 @@ def decode_response(
     Raises `ResponseDecodeError` for malformed or empty input (bounded by
     `bounded_json.PROVIDER_RESPONSE`), or the typed error of an `error` object in the body.
     """
-    completion = decode_json(
+    completion = bounded_json.decode_provider_json(
         body, _Completion, bounded_json.PROVIDER_RESPONSE, "the Chat Completions response"
     )
     try:
@@ -869,7 +872,7 @@ class ChatStreamDecoder:
                 provider_name=self.provider_name,
                 model_name=self.model_name,
             )
-        chunk = decode_json(
+        chunk = bounded_json.decode_provider_json(
             data,
             _Completion,
             bounded_json.STREAM_EVENT,

@@ -25,25 +25,19 @@ from the application.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
-from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, Unpack
 
-import httpx2
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
-from ferrule.core.url_policy import UrlPolicy
 
-from ._provider import OpenAICompatibleProvider, local_url_policy
+from ._provider import CompatibleOptions, OpenAICompatibleProvider, local_url_policy
 from .profiles import (
     ChatProfile,
-    ProfileLookup,
-    ProfileOverride,
-    ResponsesProfile,
     azure_chat_profile,
     azure_responses_profile,
     cerebras_profile,
@@ -86,9 +80,7 @@ class OllamaProvider(OpenAICompatibleProvider):
     base_url_env = "OLLAMA_BASE_URL"
     api_key_env = "OLLAMA_API_KEY"
     local_default = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return local_server_profile(model_name, "ollama")
+    chat_profile_table = functools.partial(local_server_profile, server="ollama")
 
 
 class VLLMProvider(OpenAICompatibleProvider):
@@ -99,9 +91,7 @@ class VLLMProvider(OpenAICompatibleProvider):
     base_url_env = "VLLM_BASE_URL"
     api_key_env = "VLLM_API_KEY"
     local_default = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return local_server_profile(model_name, "vllm")
+    chat_profile_table = functools.partial(local_server_profile, server="vllm")
 
 
 class LlamaCppServerProvider(OpenAICompatibleProvider):
@@ -112,9 +102,7 @@ class LlamaCppServerProvider(OpenAICompatibleProvider):
     base_url_env = "LLAMACPP_BASE_URL"
     api_key_env = "LLAMACPP_API_KEY"
     local_default = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return local_server_profile(model_name, "llamacpp")
+    chat_profile_table = functools.partial(local_server_profile, server="llamacpp")
 
 
 class LMStudioProvider(OpenAICompatibleProvider):
@@ -125,9 +113,7 @@ class LMStudioProvider(OpenAICompatibleProvider):
     base_url_env = "LMSTUDIO_BASE_URL"
     auth = "none"
     local_default = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return local_server_profile(model_name, "lmstudio")
+    chat_profile_table = functools.partial(local_server_profile, server="lmstudio")
 
 
 class GroqProvider(OpenAICompatibleProvider):
@@ -138,9 +124,7 @@ class GroqProvider(OpenAICompatibleProvider):
     api_key_env = "GROQ_API_KEY"
     base_url_env = "GROQ_BASE_URL"
     key_required = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return groq_profile(model_name)
+    chat_profile_table = groq_profile
 
 
 class DeepSeekProvider(OpenAICompatibleProvider):
@@ -151,12 +135,8 @@ class DeepSeekProvider(OpenAICompatibleProvider):
     api_key_env = "DEEPSEEK_API_KEY"
     key_required = True
     supports_responses = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return deepseek_profile(model_name)
-
-    def _builtin_responses_profile(self, model_name: str) -> ResponsesProfile:
-        return deepseek_responses_profile(model_name)
+    chat_profile_table = deepseek_profile
+    responses_profile_table = deepseek_responses_profile
 
 
 class TogetherProvider(OpenAICompatibleProvider):
@@ -166,9 +146,7 @@ class TogetherProvider(OpenAICompatibleProvider):
     default_base_url = "https://api.together.xyz/v1"
     api_key_env = "TOGETHER_API_KEY"
     key_required = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return together_profile(model_name)
+    chat_profile_table = together_profile
 
 
 class FireworksProvider(OpenAICompatibleProvider):
@@ -178,9 +156,7 @@ class FireworksProvider(OpenAICompatibleProvider):
     default_base_url = "https://api.fireworks.ai/inference/v1"
     api_key_env = "FIREWORKS_API_KEY"
     key_required = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return fireworks_profile(model_name)
+    chat_profile_table = fireworks_profile
 
 
 class CerebrasProvider(OpenAICompatibleProvider):
@@ -190,9 +166,7 @@ class CerebrasProvider(OpenAICompatibleProvider):
     default_base_url = "https://api.cerebras.ai/v1"
     api_key_env = "CEREBRAS_API_KEY"
     key_required = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return cerebras_profile(model_name)
+    chat_profile_table = cerebras_profile
 
 
 class MistralOpenAIProvider(OpenAICompatibleProvider):
@@ -202,9 +176,7 @@ class MistralOpenAIProvider(OpenAICompatibleProvider):
     default_base_url = "https://api.mistral.ai/v1"
     api_key_env = "MISTRAL_API_KEY"
     key_required = True
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return mistral_profile(model_name)
+    chat_profile_table = mistral_profile
 
 
 class HuggingFaceProvider(OpenAICompatibleProvider):
@@ -224,14 +196,7 @@ class HuggingFaceProvider(OpenAICompatibleProvider):
         api_key: str | None = None,
         provider: str | None = None,
         base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
-        profile_lookup: ProfileLookup | None = None,
-        profile_override: ProfileOverride | None = None,
+        **options: Unpack[CompatibleOptions],
     ) -> None:
         if provider is not None:
             if not re.fullmatch(r"[a-z0-9-]+", provider):
@@ -239,18 +204,7 @@ class HuggingFaceProvider(OpenAICompatibleProvider):
                     f"Hugging Face inference provider {provider!r} is not a valid name (lower-case letters, digits, '-')"
                 )
             base_url = base_url or f"https://router.huggingface.co/{provider}/v1"
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=headers,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-            profile_lookup=profile_lookup,
-            profile_override=profile_override,
-        )
+        super().__init__(base_url=base_url, api_key=api_key, **options)
 
     def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
         return huggingface_profile(model_name.split(":", 1)[0])
@@ -353,6 +307,7 @@ class OpenRouterProvider(OpenAICompatibleProvider):
     default_base_url = "https://openrouter.ai/api/v1"
     api_key_env = "OPENROUTER_API_KEY"
     key_required = True
+    chat_profile_table = openrouter_profile
 
     def __init__(
         self,
@@ -361,35 +316,15 @@ class OpenRouterProvider(OpenAICompatibleProvider):
         base_url: str | None = None,
         app_url: str | None = None,
         app_title: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
-        profile_lookup: ProfileLookup | None = None,
-        profile_override: ProfileOverride | None = None,
+        **options: Unpack[CompatibleOptions],
     ) -> None:
-        fixed = dict(headers or {})
+        fixed = dict(options.get("headers") or {})
         if app_url:
             fixed["http-referer"] = app_url
         if app_title:
             fixed["x-title"] = app_title
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=fixed,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-            profile_lookup=profile_lookup,
-            profile_override=profile_override,
-        )
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return openrouter_profile(model_name)
+        options["headers"] = fixed
+        super().__init__(base_url=base_url, api_key=api_key, **options)
 
 
 # --- Azure ---------------------------------------------------------------------------------------
@@ -415,6 +350,8 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
     auth = "api-key"
     key_required = True
     supports_responses = True
+    chat_profile_table = azure_chat_profile
+    responses_profile_table = azure_responses_profile
 
     def __init__(
         self,
@@ -422,14 +359,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
         endpoint: str | None = None,
         api_key: str | None = None,
         api_version: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-        url_policy: UrlPolicy | None = None,
-        timeouts: Timeouts | None = None,
-        limits: HttpLimits | None = None,
-        error_body: ErrorBodyPolicy | None = None,
-        profile_lookup: ProfileLookup | None = None,
-        profile_override: ProfileOverride | None = None,
+        **options: Unpack[CompatibleOptions],
     ) -> None:
         endpoint = endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT") or None
         if not endpoint:
@@ -445,18 +375,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
             if root.endswith(suffix):
                 root = root[: -len(suffix)]
         base_url = f"{root}/openai/v1" if self._v1 else f"{root}/openai"
-        super().__init__(
-            base_url=base_url,
-            api_key=api_key,
-            headers=headers,
-            http_client=http_client,
-            url_policy=url_policy,
-            timeouts=timeouts,
-            limits=limits,
-            error_body=error_body,
-            profile_lookup=profile_lookup,
-            profile_override=profile_override,
-        )
+        super().__init__(base_url=base_url, api_key=api_key, **options)
 
     def _params(self) -> dict[str, str] | None:
         return {"api-version": self.api_version} if self.api_version else None
@@ -476,9 +395,3 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
 
     def models_endpoint(self) -> tuple[str, dict[str, str] | None]:
         return "/models", self._params()
-
-    def _builtin_chat_profile(self, model_name: str) -> ChatProfile:
-        return azure_chat_profile(model_name)
-
-    def _builtin_responses_profile(self, model_name: str) -> ResponsesProfile:
-        return azure_responses_profile(model_name)

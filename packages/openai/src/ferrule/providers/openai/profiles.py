@@ -449,50 +449,36 @@ def _open_weights(short: str) -> ModelProfile | None:
     return None
 
 
-def together_profile(model_name: str) -> ChatProfile:
-    """Together AI: open-weight families by their upstream names (`vendor/model`)."""
+def _open_weights_host(
+    model_name: str, thinking_field: Literal["reasoning_content", "reasoning"]
+) -> ChatProfile:
+    """A host of open-weight families: the family's profile and a plain compatible dialect."""
     return ChatProfile(
         profile=_open_weights(_strip_vendor(model_name)) or UNKNOWN,
         dialect=ChatDialect(
             max_tokens_field="max_tokens",
             strict_tools=False,
             allowed_tools=False,
-            thinking_field="reasoning",
+            thinking_field=thinking_field,
             thinking_replay="never",
             thinking_control="none",
         ),
     )
+
+
+def together_profile(model_name: str) -> ChatProfile:
+    """Together AI: open-weight families by their upstream names (`vendor/model`)."""
+    return _open_weights_host(model_name, "reasoning")
 
 
 def fireworks_profile(model_name: str) -> ChatProfile:
     """Fireworks AI: `accounts/fireworks/models/<name>` ids of open-weight families."""
-    return ChatProfile(
-        profile=_open_weights(_strip_vendor(model_name)) or UNKNOWN,
-        dialect=ChatDialect(
-            max_tokens_field="max_tokens",
-            strict_tools=False,
-            allowed_tools=False,
-            thinking_field="reasoning_content",
-            thinking_replay="never",
-            thinking_control="none",
-        ),
-    )
+    return _open_weights_host(model_name, "reasoning_content")
 
 
 def huggingface_profile(model_name: str) -> ChatProfile:
     """The Hugging Face inference router: open-weight families by their Hub repository names."""
-    return ChatProfile(
-        profile=_open_weights(_strip_vendor(model_name)) or UNKNOWN,
-        dialect=ChatDialect(
-            max_tokens_field="max_tokens",
-            strict_tools=False,
-            allowed_tools=False,
-            stream_usage=True,
-            thinking_field="reasoning_content",
-            thinking_replay="never",
-            thinking_control="none",
-        ),
-    )
+    return _open_weights_host(model_name, "reasoning_content")
 
 
 def cerebras_profile(model_name: str) -> ChatProfile:
@@ -615,19 +601,7 @@ def local_server_profile(
         thinking=True,
         kinds=frozenset({"text", "image"}),
         extra_settings=frozenset({"top_k"}) if server != "lmstudio" else frozenset(),
-        sampling=frozenset(
-            {
-                "temperature",
-                "top_p",
-                "seed",
-                "stop_sequences",
-                "presence_penalty",
-                "frequency_penalty",
-                "logit_bias",
-                "logprobs",
-                "top_logprobs",
-            }
-        ),
+        sampling=CHAT_SAMPLING,
     )
     return ChatProfile(
         profile=profile,

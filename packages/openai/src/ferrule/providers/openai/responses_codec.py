@@ -76,12 +76,18 @@ from ._common import (
     as_int,
     as_list,
     as_str,
-    decode_json,
     in_band_error,
     shape_errors,
     timestamp,
 )
-from ._content import extension, identifier, inline_text_file, is_text_like, split_tool_content
+from ._content import (
+    check_uploaded_here,
+    extension,
+    identifier,
+    inline_text_file,
+    is_text_like,
+    split_tool_content,
+)
 from .profiles import ResponsesDialect
 
 __all__ = [
@@ -174,11 +180,7 @@ def _input_item(item: UserContent, provider_name: str) -> dict[str, Any] | None:
     if isinstance(item, AudioUrl | VideoUrl):
         raise UserError("the Responses API does not take audio or video input; use OpenAIChatModel for audio")
     if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
-        if item.provider_name != provider_name:
-            raise UserError(
-                f"file {item.file_id!r} was uploaded to {item.provider_name!r}, not {provider_name!r}; "
-                "upload it to this provider or send its bytes"
-            )
+        check_uploaded_here(item, provider_name)
         if item.media_type and item.media_type.startswith("image/"):
             return {"type": "input_image", "file_id": item.file_id, "detail": "auto"}
         return {"type": "input_file", "file_id": item.file_id}
@@ -784,7 +786,7 @@ def decode_response(
     Raises `ResponseDecodeError` for malformed input, an unfinished (queued / in-progress)
     response or one without output, and the typed error of a failed response.
     """
-    response = decode_json(
+    response = bounded_json.decode_provider_json(
         body,
         _Response,
         bounded_json.PROVIDER_RESPONSE,
@@ -881,7 +883,7 @@ class ResponsesStreamDecoder:
         stripped = data.strip()
         if not stripped or stripped == "[DONE]":
             return []
-        event = decode_json(
+        event = bounded_json.decode_provider_json(
             data,
             _Event,
             bounded_json.STREAM_EVENT,
