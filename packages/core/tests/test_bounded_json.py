@@ -163,6 +163,51 @@ def test_max_depth_inside_long_documents(depth: int) -> None:
     rejects(doc(depth + 1), limits(max_depth=depth), "max_depth")
 
 
+# Documents over 64 KiB whose bracket count exceeds the limit take the C-level depth proof (the
+# bracket skeleton peeled level by level); whatever it cannot prove goes to the exact scan.
+_PAD = ",".join(['{"a":[1,"x"]}'] * 6000)
+
+
+def _large(subtree: str) -> bytes:
+    doc = f"[{_PAD},{subtree}]".encode()
+    assert len(doc) > 64 * 1024
+    return doc
+
+
+@pytest.mark.parametrize("depth", [3, 4, 5, 8, 64, 128])
+@pytest.mark.parametrize("shape", ["[", "{", "mixed"])
+def test_max_depth_in_large_documents(depth: int, shape: str) -> None:
+    def nest(levels: int) -> str:
+        # `levels` counts the subtree's own levels; the outer array adds one.
+        out = "0"
+        for level in range(levels):
+            bracket = shape if shape != "mixed" else "[{"[level % 2]
+            out = f"[{out}]" if bracket == "[" else f'{{"k":{out}}}'
+        return out
+
+    accepts(_large(nest(depth - 1)), limits(max_depth=depth))
+    error = rejects(_large(nest(depth)), limits(max_depth=depth), "max_depth")
+    assert error.actual == depth + 1
+
+
+def test_brackets_inside_strings_cannot_hide_depth_in_large_documents() -> None:
+    # Counted naively, the string brackets would close and reopen levels (depth 3): it is 4.
+    subtree = '[["]]",[0],"[["]]'
+    accepts(_large(subtree), limits(max_depth=4))
+    rejects(_large(subtree), limits(max_depth=3), "max_depth")
+    # Brackets in strings that do balance change nothing either.
+    accepts(_large('[["[{}]",[0]]]'), limits(max_depth=4))
+    rejects(_large('[["[{}]",[[0]]]]'), limits(max_depth=4), "max_depth")
+
+
+@pytest.mark.parametrize("subtree", ["[{]}", "[[0]", '"x"]', "{]"])
+def test_unbalanced_brackets_in_large_documents_are_malformed(subtree: str) -> None:
+    # Not proven shallow, so the exact scan (or, inside subtrees it swallows, the decoder) rejects them.
+    for call in (bj.validate, bj.decode_value):
+        with pytest.raises(MalformedJsonError):
+            call(_large(subtree), limits(max_depth=8))
+
+
 def test_max_depth_zero_allows_only_scalars() -> None:
     accepts(b'"[[["', limits(max_depth=0))
     accepts(b"  12  ", limits(max_depth=0))

@@ -11,6 +11,9 @@ stages, each of which only runs when the previous ones could not rule a limit ou
 3. C-level prefilters: a `translate` + substring search for over-long runs of number characters, a
    quote-anchored search for over-long gaps between quotes. Both over-approximate (a run inside a
    string also counts), so they only decide whether the exact scan needs to look at that limit.
+   Depth (when members need no counting) is proven on the bracket skeleton instead: when no
+   string holds a bracket, the innermost `[]` and `{}` pairs are peeled off with `bytes.replace`,
+   one level per call, and a skeleton that empties within `max_depth` calls is within the limit.
 4. The exact scan: one compiled pattern consumes a run of unremarkable content in C and stops at a
    token Python must look at (a bracket, a member separator when counting, a string or number
    over its bound, the end). The pattern also swallows whole containers up to a few levels deep,
@@ -206,6 +209,52 @@ def _decoded_length(original: bytes | bytearray, text: bytes | bytearray, start:
     return decoded - 6 * u_escapes + one + 2 * two + 3 * three + 2 * halves
 
 
+# Up to this size counting brackets and commas in the document is cheaper than building the
+# skeleton (brackets, quotes and commas only) and counting them there.
+_SKELETON_ABOVE: Final = 64 * 1024
+_NOT_SKELETON: Final = bytes(range(256)).translate(None, b'[]{}",')
+
+
+def _skeleton(text: bytes | bytearray) -> bytes | bytearray:
+    """The brackets, quotes and commas of `text`, in order."""
+    return text.translate(None, _NOT_SKELETON)
+
+
+def _shallow(skeleton: bytes | bytearray, max_depth: int) -> bool:
+    """Whether the document whose `_skeleton` (escapes neutralized) this is provably nests at most
+    `max_depth` levels, with every bracket matched; `False` means "not proven": the exact scan decides.
+
+    All in C: when no string holds a bracket, drop the quotes and peel the innermost `[]` and `{}`
+    pairs off, one `bytes.replace` per level.
+    """
+    skeleton = skeleton.translate(None, b",")
+    quotes = skeleton.count(b'"')
+    if len(skeleton) - quotes <= max_depth:
+        return True  # too few brackets to nest deeper, wherever they are
+    if quotes:
+        # Greedy non-overlapping `""` matches consume every quote only if each string's opening
+        # quote is directly followed by its closing one, i.e. no string holds a bracket (those
+        # rare documents are left to the exact scan).
+        if skeleton.count(b'""') * 2 != quotes:
+            return False
+        skeleton = skeleton.translate(None, b'"')
+    # A replace removes the innermost pairs of one kind and so lowers the nesting by at most one:
+    # the number of replaces that changed something bounds the depth from above.
+    peeled = 0
+    while skeleton:
+        before = len(skeleton)
+        for pair in (b"[]", b"{}"):
+            shorter = skeleton.replace(pair, b"")
+            if len(shorter) != len(skeleton):
+                peeled += 1
+                if peeled > max_depth:
+                    return False
+                skeleton = shorter
+        if len(skeleton) == before:
+            return False  # unbalanced or mismatched brackets: the exact scan reports where
+    return True
+
+
 def check(
     buf: bytes | bytearray,
     *,
@@ -224,15 +273,26 @@ def check(
     # A string's decoded UTF-8 is never longer than its encoded content, which is at most n - 2.
     strings = n - 2 > max_string_bytes
     numbers = n > max_number_chars
-    # Brackets inside strings only make the count larger, so this bound is conservative.
-    depth = n > max_depth and buf.count(b"[") + buf.count(b"{") > max_depth
-    # A collection with more than max_items members has at least max_items separating commas.
-    items = n > 2 * max_items and buf.count(b",") >= max_items
-    if not (depth or items or strings or numbers):
-        return
-    text = _neutralize_escapes(buf)
+    skeleton: bytes | bytearray | None = None
+    # Brackets and commas inside strings only make their counts larger, so both bounds are
+    # conservative. A collection with more than max_items members has at least max_items commas.
+    if n <= _SKELETON_ABOVE:
+        depth = n > max_depth and buf.count(b"[") + buf.count(b"{") > max_depth
+        items = n > 2 * max_items and buf.count(b",") >= max_items
+        if not (depth or items or strings or numbers):
+            return
+        text = _neutralize_escapes(buf)
+    else:
+        text = _neutralize_escapes(buf)
+        skeleton = _skeleton(text)
+        commas = skeleton.count(b",")
+        depth = len(skeleton) - commas - skeleton.count(b'"') > max_depth
+        items = n > 2 * max_items and commas >= max_items
     numbers = numbers and b"1" * (max_number_chars + 1) in text.translate(_NUMBER_MARKS)
     strings = strings and _long_gap(max_string_bytes).search(text) is not None
+    # Counting members needs the exact scan, which then checks the depth as well.
+    if depth and not items and _shallow(_skeleton(text) if skeleton is None else skeleton, max_depth):
+        depth = False
     if not (depth or items or numbers or strings):
         return
     _scan(

@@ -95,6 +95,12 @@ class _EnvelopeHead(msgspec.Struct):
     messages: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
+class _Envelope(msgspec.Struct):
+    # The whole envelope in one typed decode: the fast path for a current, valid document.
+    version: int
+    messages: list[Message]
+
+
 _MESSAGES_TYPE: Any = list[Message]
 
 
@@ -122,6 +128,22 @@ def loads(data: JsonInput) -> list[Message]:
     """
     data = _as_input(data)
     try:
+        envelope = bounded_json.decode(data, type=_Envelope, limits=bounded_json.HISTORY)
+    except bounded_json.JsonTypeError:
+        # Not a well-typed envelope (or URL-safe base64 inside): read the head first, so that the
+        # error names the right problem, e.g. an unsupported version rather than a schema mismatch.
+        return _loads_head_first(data)
+    except bounded_json.JsonError as exc:
+        raise HistoryError(f"history rejected: {exc}") from exc
+    # A newer version whose messages happen to fit the current schema is still refused.
+    _check_version(envelope.version)
+    messages = envelope.messages
+    _rehydrate_tool_files(messages)
+    return messages
+
+
+def _loads_head_first(data: bytes | bytearray | str) -> list[Message]:
+    try:
         head = bounded_json.decode(data, type=_EnvelopeHead, limits=bounded_json.HISTORY)
     except bounded_json.JsonTypeError as exc:
         hint = ""
@@ -134,8 +156,7 @@ def loads(data: JsonInput) -> list[Message]:
     if not head.messages:
         raise HistoryError("history envelope has no `messages` array", path="$.messages")
     messages = _decode_messages(head.messages, prefix="$.messages")
-    if _may_hold_files(data):
-        _rehydrate_tool_files(messages)
+    _rehydrate_tool_files(messages)
     return messages
 
 
@@ -186,8 +207,7 @@ def load_pydantic_ai(data: JsonInput) -> list[Message]:
         messages = _decode_urlsafe(data, prefix="$")
     except bounded_json.JsonError as exc:
         raise HistoryError(f"history rejected: {exc}") from exc
-    if _may_hold_files(data):
-        _rehydrate_tool_files(messages)
+    _rehydrate_tool_files(messages)
     return messages
 
 
@@ -355,10 +375,10 @@ def _copy_json(value: Any) -> Any:
 
 # --- file items inside tool results --------------------------------------------------------------
 
-_FILE_NEEDLES: Final = (b'"binary"', b'-url"', b'"uploaded-file"', b'"content_file_digests"')
 _URL_NEEDLES: Final = (b'-url"', b'"uploaded-file"')
 _OTHER_FINISH: Final = b'"finish_reason":"other"'
 
+_TOOL_RETURN_TYPES: Final = frozenset({ToolReturnPart, NativeToolReturnPart})
 _URL_TYPES: Final[dict[str, type[ImageUrl | AudioUrl | VideoUrl | DocumentUrl]]] = {
     "image-url": ImageUrl,
     "audio-url": AudioUrl,
@@ -372,12 +392,6 @@ _UPLOADED_KEYS: Final = frozenset(
 )
 _BINARY_KEYS: Final = frozenset({"data", "media_type", "vendor_metadata", "kind", "identifier"})
 _YOUTUBE_HOSTS: Final = frozenset({"youtu.be", "youtube.com", "www.youtube.com", "m.youtube.com"})
-
-
-def _may_hold_files(data: bytes | bytearray | str) -> bool:
-    if isinstance(data, str):
-        return any(needle.decode() in data for needle in _FILE_NEEDLES)
-    return any(needle in data for needle in _FILE_NEEDLES)
 
 
 def _file_digest(item: dict[str, Any]) -> str | None:
@@ -561,15 +575,19 @@ def _rehydrate_tool_files(messages: list[Message]) -> None:
     `content_file_digests` is a serialization artifact: writers recompute it from the content, so
     keeping it in memory would only make `loads(dumps(x)) != x`.
     """
+    # Runs on every load, so the common part (no tool result holding a container) stays cheap: the
+    # messages come from a decoder, which builds exactly these classes, never subclasses.
     for message in messages:
         for part in message.parts:
-            if isinstance(part, ToolReturnPart | NativeToolReturnPart):
-                if isinstance(part.content, dict | list):
-                    record = (
-                        None if part.content_file_digests is None else frozenset(part.content_file_digests)
-                    )
-                    part.content = _rehydrate(part.content, record)
-                part.content_file_digests = None
+            if type(part) not in _TOOL_RETURN_TYPES:
+                continue
+            tool_return = cast("ToolReturnPart | NativeToolReturnPart", part)
+            digests = tool_return.content_file_digests
+            if isinstance(tool_return.content, dict | list):
+                record = None if digests is None else frozenset(digests)
+                tool_return.content = _rehydrate(tool_return.content, record)
+            if digests is not None:
+                tool_return.content_file_digests = None
 
 
 # --- encoding helpers ----------------------------------------------------------------------------
