@@ -643,14 +643,29 @@ class _BodyReader:
             declared = call.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
                 raise self._too_large(limit, f"declares {declared} bytes")
+        if self._done:
+            return b""
         parts: list[bytes] = []
         size = 0
-        while (chunk := await self.next()) is not None:
-            size += len(chunk)
-            if size > limit:
-                raise self._too_large(limit, f"exceeds {limit} bytes after decompression")
-            parts.append(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        # One cancel scope for the whole body, its deadline moved forward after every chunk, gives
+        # the same per-chunk read timeout as `next()` without entering a scope per chunk.
+        end, phase_limit = call.wait_deadline("read")
+        with anyio.CancelScope(deadline=end) as scope:
+            try:
+                async for chunk in self._chunks:
+                    size += len(chunk)
+                    if size > limit:
+                        raise self._too_large(limit, f"exceeds {limit} bytes after decompression")
+                    parts.append(chunk)
+                    end, phase_limit = call.wait_deadline("read")
+                    scope.deadline = end
+            except httpx2.HTTPError as exc:
+                self._done = True
+                raise call.transport_error(exc) from None
+            self._done = True
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        self._done = True
+        raise call.timeout_error("read", phase_limit)
 
     async def read_prefix(self, limit: int, *, tolerate_errors: bool = False) -> tuple[bytes, bool]:
         """At most `limit` bytes of the body, and whether that is all of it.
@@ -681,6 +696,8 @@ class _BodyReader:
 
     async def aclose(self) -> None:
         """Release the connection; a half-read response closes it rather than returning it to the pool."""
+        if self._done and self.response.is_closed:
+            return  # read to its end: httpx2 has already released the connection
         with anyio.CancelScope(shield=True) as scope:
             scope.deadline = anyio.current_time() + _CLOSE_TIMEOUT
             try:

@@ -8,6 +8,7 @@ names are never resolved (see `docs/security.md` for what that means and how to 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Final
@@ -122,6 +123,15 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
     def check(self, url: str | httpx2.URL) -> httpx2.URL:
         """Return `url` parsed, or raise `UrlPolicyError` saying why it is not allowed and how to allow it."""
         text = str(url)
+        # Providers check the same few URLs on every request. The verdict depends only on the
+        # (frozen, hashable) policy and the URL text, so allowed URLs are remembered in a bounded
+        # LRU; rejections are never cached and re-raise with their full message each time.
+        if len(text) <= _MAX_CACHED_URL_CHARS:
+            parsed = _check_cached(self, text)
+            return url if isinstance(url, httpx2.URL) else parsed
+        return self._check(url, text)
+
+    def _check(self, url: str | httpx2.URL, text: str) -> httpx2.URL:
         try:
             parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
         except (httpx2.InvalidURL, TypeError, ValueError) as exc:
@@ -164,6 +174,17 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
         except UrlPolicyError:
             return False
         return True
+
+
+# Bounds the allowed-URL cache: entries, and the length of a URL worth remembering.
+_MAX_CACHED_URLS = 512
+_MAX_CACHED_URL_CHARS = 2048
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED_URLS)
+def _check_cached(policy: UrlPolicy, text: str) -> httpx2.URL:
+    # httpx2.URL is immutable, so sharing one parsed instance between callers is safe.
+    return policy._check(text, text)  # pyright: ignore[reportPrivateUsage]
 
 
 def redact_url(url: str | httpx2.URL) -> str:

@@ -12,7 +12,10 @@ is unset, whether the schema is already strict-compatible. Input schemas are nev
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
+
+import msgspec
 
 from ferrule.core.errors import UserError
 
@@ -243,9 +246,34 @@ def prepare(schema: dict[str, Any], strict: bool | None) -> tuple[dict[str, Any]
     `ToolDefinition`) closes objects that do not say otherwise and asks for strict enforcement only
     when the schema is already compatible, so no meaning changes silently.
     """
-    if strict is True:
-        return to_strict(schema), True
     if strict is False:
         return schema, False
+    # The same tool schemas are sent on every request of a run, so the rewrite is cached. The key is
+    # the schema's exact JSON (key order included, since it shapes the output), not its identity:
+    # a schema dict mutated in place between requests still gets a fresh result.
+    try:
+        key = msgspec.json.encode(schema)
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return _prepare_uncached(schema, strict)
+    if len(key) > _MAX_CACHED_SCHEMA_BYTES:
+        return _prepare_uncached(schema, strict)
+    return _prepare_cached(key, strict)
+
+
+# Bounds the cache's memory: at most this many entries of at most this many bytes of key each.
+_MAX_CACHED_SCHEMAS = 256
+_MAX_CACHED_SCHEMA_BYTES = 64 * 1024
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED_SCHEMAS)
+def _prepare_cached(key: bytes, strict: bool | None) -> tuple[dict[str, Any], bool]:
+    # Built from a private decoded copy, so no caller's dict is shared with the cache. Callers only
+    # encode the result; an exception (StrictSchemaError) is not cached and re-raises each time.
+    return _prepare_uncached(msgspec.json.decode(key), strict)
+
+
+def _prepare_uncached(schema: dict[str, Any], strict: bool | None) -> tuple[dict[str, Any], bool]:
+    if strict is True:
+        return to_strict(schema), True
     tidy = _tidy(schema)
     return tidy, _compatible(tidy)
