@@ -1294,62 +1294,8 @@ class Run:
             scope.cancel()
 
     async def _exec(self, c: _Call, emit: Emit | None) -> None:
-        if self.ext is not None:
-            await self._exec_ext(c, emit)
-            return
-        tool = c.tool
-        limits = c.limits
-        assert tool is not None
-        assert limits is not None
-        part = c.part
-        name = part.tool_name
-        ctx = self.ctx.for_call(
-            name, part.tool_call_id, self.tool_retries.get(name, 0), self.core.max_retries_for(tool)
-        )
-        tracer = self.core.tracer
-        span = tracer.tool_span(name, part, self.trace_parent) if tracer is not None else None
-        self.usage.tool_calls += 1
-        c.started = True
-        try:
-            timeout = limits.timeout
-            value: Any = None
-            if timeout is None:
-                value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
-            else:
-                with anyio.move_on_after(timeout) as scope:
-                    value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
-                if scope.cancelled_caught:
-                    c.result = self._timed_out(c, timeout)
-                    if span is not None:
-                        span.finish_error("timeout")
-                    if emit is not None:
-                        await emit(FunctionToolResultEvent(c.result))
-                    return
-        except ModelRetry as retry:
-            c.failed = True
-            c.result = RetryPromptPart(content=retry.message, tool_name=name, tool_call_id=part.tool_call_id)
-            if span is not None:
-                span.finish_error("retry")
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                c.result = ToolReturnPart(
-                    tool_name=name,
-                    content=f"The tool failed with an unexpected error ({type(exc).__name__}); the run stopped.",
-                    tool_call_id=part.tool_call_id,
-                    outcome="failed",
-                )
-            if span is not None:
-                span.fail(exc)
-            raise
-        else:
-            c.result = self._tool_return(c, value)
-            if span is not None:
-                span.finish_result(c.result)
-        if emit is not None:
-            await emit(FunctionToolResultEvent(c.result))
-
-    async def _exec_ext(self, c: _Call, emit: Emit | None) -> None:
-        """`_exec` with tool policies and lifecycle hooks."""
+        """Run one accepted call: call/return policies and hooks (when extensions are active), the
+        tool under its timeout, and the result part in `c.result`."""
         tool = c.tool
         limits = c.limits
         assert tool is not None
