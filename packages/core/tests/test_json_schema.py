@@ -131,7 +131,7 @@ UNSUPPORTED = [
     ({"$ref": "#/$defs/a/properties/b", "$defs": {"a": {}}}, "/$ref"),
     ({"$ref": "#/$defs"}, "/$ref"),
     ({"$ref": "#anchor"}, "/$ref"),
-    ({"$schema": "http://json-schema.org/draft-07/schema#"}, "/$schema"),
+    ({"$schema": "http://json-schema.org/draft-04/schema#"}, "/$schema"),
     ({"properties": {"a": {"$schema": js.SUPPORTED_DIALECT}}}, "/properties/a/$schema"),
     ({"properties": {"a": {"$id": "https://example.com/a"}}}, "/properties/a/$id"),
     ({"allOf": [{"prefixItems": [{"pattern": "x"}]}]}, "/allOf/0/prefixItems/0/pattern"),
@@ -703,3 +703,264 @@ def test_schema_for_keeps_constraints_the_checker_rejects() -> None:
 def test_schema_for_unsupported_type() -> None:
     with pytest.raises(UnsupportedJsonSchemaError, match="cannot derive"):
         schema_for(object)
+
+
+# --- declared dialects: Draft 7 and Draft 2019-09 -------------------------------------------
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+
+# `edit_file` of @modelcontextprotocol/server-filesystem 2026.8.31, as zod-to-json-schema writes it.
+ZOD_EDIT_FILE: dict[str, Any] = {
+    "$schema": DRAFT_07,
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "oldText": {"type": "string", "description": "Text to search for - must match exactly"},
+                    "newText": {"type": "string", "description": "Text to replace with"},
+                },
+                "required": ["oldText", "newText"],
+            },
+        },
+        "dryRun": {
+            "default": False,
+            "description": "Preview changes using git-style diff format",
+            "type": "boolean",
+        },
+    },
+    "required": ["path", "edits"],
+}
+
+
+def test_supported_dialects() -> None:
+    assert {
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2020-12/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2019-09/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft-07/schema",
+    } == js.SUPPORTED_DIALECTS
+    for uri in js.SUPPORTED_DIALECTS:
+        check_schema({"$schema": uri, "type": "object", "properties": {"a": {"type": "integer"}}})
+
+
+def test_a_draft_07_schema_of_shared_keywords_means_the_same_as_undeclared() -> None:
+    undeclared = {key: value for key, value in ZOD_EDIT_FILE.items() if key != "$schema"}
+    assert js.to_draft_2020_12(ZOD_EDIT_FILE) == undeclared
+    declared, plain = compile_validator(ZOD_EDIT_FILE), compile_validator(undeclared)
+    for value in [
+        {"path": "a", "edits": []},
+        {"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "dryRun": True},
+        {"path": "a", "edits": [{"oldText": "x"}]},
+        {"path": "a"},
+        {"path": 1, "edits": []},
+    ]:
+        assert declared.is_valid(value) == plain.is_valid(value), value
+    assert not declared.is_valid({"path": "a", "edits": [{"oldText": "x"}]})
+
+
+UPGRADES = [
+    # Draft 7: tuple `items` and `additionalItems`.
+    (
+        {"$schema": DRAFT_07, "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": False},
+        {"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+    ),
+    ({"$schema": DRAFT_07, "items": [{"type": "string"}]}, {"prefixItems": [{"type": "string"}]}),
+    # `additionalItems` beside a single-schema `items` (or none) has no effect.
+    (
+        {"$schema": DRAFT_07, "items": {"type": "string"}, "additionalItems": False},
+        {"items": {"type": "string"}},
+    ),
+    ({"$schema": DRAFT_07, "additionalItems": {"type": "string"}}, {}),
+    # `definitions` and their references.
+    (
+        {
+            "$schema": DRAFT_07,
+            "definitions": {"A": {"type": "integer"}},
+            "properties": {"a": {"$ref": "#/definitions/A"}},
+        },
+        {"$defs": {"A": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/A"}}},
+    ),
+    (
+        {
+            "$schema": DRAFT_07,
+            "definitions": {"a/b": {"type": "integer"}, "c d": {"type": "string"}},
+            "anyOf": [{"$ref": "#/definitions/a~1b"}, {"$ref": "#/definitions/c%20d"}],
+            "properties": {"next": {"$ref": "#"}},
+        },
+        {
+            "$defs": {"a/b": {"type": "integer"}, "c d": {"type": "string"}},
+            "anyOf": [{"$ref": "#/$defs/a~1b"}, {"$ref": "#/$defs/c%20d"}],
+            "properties": {"next": {"$ref": "#"}},
+        },
+    ),
+    # The siblings of `$ref` are ignored by Draft 7; annotations are kept.
+    (
+        {
+            "$schema": DRAFT_07,
+            "$ref": "#/definitions/A",
+            "definitions": {"A": {"type": "object"}},
+            "type": "string",
+            "description": "kept",
+        },
+        {"$ref": "#/$defs/A", "$defs": {"A": {"type": "object"}}, "description": "kept"},
+    ),
+    # `dependencies` with arrays of names.
+    (
+        {"$schema": DRAFT_07, "dependencies": {"card": ["billing"]}},
+        {"dependentRequired": {"card": ["billing"]}},
+    ),
+    # Draft 2019-09: tuple `items`; `$defs` and `$ref` siblings keep their 2020-12 meaning.
+    (
+        {"$schema": DRAFT_2019, "items": [{"type": "string"}], "additionalItems": {"type": "integer"}},
+        {"prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+    ),
+    (
+        {"$schema": DRAFT_2019, "$defs": {"A": {}}, "$ref": "#/$defs/A", "type": "string", "minContains": 0},
+        {"$defs": {"A": {}}, "$ref": "#/$defs/A", "type": "string", "minContains": 0},
+    ),
+    # Draft 2020-12 (declared) is returned as it is.
+    (
+        {"$schema": js.SUPPORTED_DIALECT, "prefixItems": [{}]},
+        {"$schema": js.SUPPORTED_DIALECT, "prefixItems": [{}]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "expected"), UPGRADES, ids=lambda v: json.dumps(v)[:70])
+def test_draft_07_and_2019_09_are_upgraded_to_2020_12(
+    schema: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    original = copy.deepcopy(schema)
+    upgraded = js.to_draft_2020_12(schema)
+    assert upgraded == expected
+    assert schema == original  # the input is never modified
+    check_schema(upgraded)
+    assert js.to_draft_2020_12(json.dumps(schema)) == expected
+
+
+SAMPLES: list[Any] = [None, 1, 2.5, "s", True, [], ["a"], ["a", 1], ["a", "b"], [1, "a"], ["a", 1, 2], {}]
+SAMPLES += [{"card": 1}, {"card": 1, "billing": 2}, {"a": 1}, {"a": "x"}]
+
+
+@pytest.mark.parametrize(("schema", "expected"), UPGRADES, ids=lambda v: json.dumps(v)[:70])
+def test_declared_dialects_validate_with_their_own_meaning(
+    schema: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    declared, upgraded = compile_validator(schema), compile_validator(expected)
+    for value in SAMPLES:
+        assert declared.is_valid(value) == upgraded.is_valid(value), value
+
+
+def test_draft_07_meanings_hold_on_values() -> None:
+    tuple_schema = compile_validator(
+        {"$schema": DRAFT_07, "items": [{"type": "string"}], "additionalItems": False}
+    )
+    assert tuple_schema.is_valid(["a"])
+    assert not tuple_schema.is_valid(["a", "b"])
+    assert not tuple_schema.is_valid([1])
+    ref_siblings = compile_validator(
+        {
+            "$schema": DRAFT_07,
+            "definitions": {"A": {"type": "integer"}},
+            "$ref": "#/definitions/A",
+            "minimum": 10,
+        }
+    )
+    assert ref_siblings.is_valid(3)  # Draft 7 ignores `minimum` beside `$ref`
+    assert not ref_siblings.is_valid("3")
+    in_2019 = compile_validator(
+        {"$schema": DRAFT_2019, "$defs": {"A": {"type": "integer"}}, "$ref": "#/$defs/A", "minimum": 10}
+    )
+    assert not in_2019.is_valid(3)  # 2019-09 applies it
+    dependencies = compile_validator({"$schema": DRAFT_07, "dependencies": {"card": ["billing"]}})
+    assert dependencies.is_valid({"billing": 1})
+    assert not dependencies.is_valid({"card": 1})
+
+
+def test_upgrade_keeps_key_order_and_returns_fresh_copies() -> None:
+    schema = {"$schema": DRAFT_07, "type": "object", "properties": {"z": {"enum": [[1]]}, "a": {}, "m": {}}}
+    upgraded = js.to_draft_2020_12(schema)
+    assert isinstance(upgraded, dict)
+    assert list(upgraded["properties"]) == ["z", "a", "m"]
+    upgraded["properties"]["z"]["enum"][0].append(2)
+    assert schema["properties"]["z"]["enum"] == [[1]]
+    assert js.to_draft_2020_12(True) is True
+
+
+FOREIGN = [
+    ({"$schema": DRAFT_07, "$defs": {"a": {}}}, "/$defs", "unknown to Draft 7"),
+    ({"$schema": DRAFT_07, "prefixItems": [{}]}, "/prefixItems", "unknown to Draft 7"),
+    ({"$schema": DRAFT_07, "dependentRequired": {"a": ["b"]}}, "/dependentRequired", "use `dependencies`"),
+    ({"$schema": DRAFT_07, "contains": {}, "minContains": 2}, "/minContains", "unknown to Draft 7"),
+    ({"$schema": DRAFT_07, "properties": {"a": {"maxContains": 1}}}, "/properties/a/maxContains", "Draft 7"),
+    ({"$schema": DRAFT_07, "$ref": "#/$defs/a"}, "/$ref", "#/definitions/<name>"),
+    ({"$schema": DRAFT_07, "dependencies": {"a": {"required": ["b"]}}}, "/dependencies/a", "schema form"),
+    ({"$schema": DRAFT_07, "dependencies": {"a": True}}, "/dependencies/a", "schema form"),
+    ({"$schema": DRAFT_07, "items": [{"pattern": "x"}]}, "/items/0/pattern", "regular expressions"),
+    (
+        {"$schema": DRAFT_07, "definitions": {"a": {"x-vendor": 1}}},
+        "/definitions/a/x-vendor",
+        "unknown keyword",
+    ),
+    (
+        {"$schema": DRAFT_07, "$ref": "#/definitions/a", "definitions": {"a": {}}, "pattern": "x"},
+        "/pattern",
+        "regular",
+    ),
+    ({"$schema": DRAFT_2019, "prefixItems": [{}]}, "/prefixItems", "unknown to Draft 2019-09"),
+    ({"$schema": DRAFT_2019, "definitions": {"a": {}}}, "/definitions", "move the schemas to `$defs`"),
+    ({"$schema": DRAFT_2019, "dependencies": {"a": ["b"]}}, "/dependencies", "use `dependentRequired`"),
+    ({"$schema": DRAFT_2019, "$recursiveRef": "#"}, "/$recursiveRef", "dynamic references"),
+    # The declaration is checked before the keywords whose meaning it decides.
+    ({"definitions": {}, "$schema": "http://json-schema.org/draft-04/schema#"}, "/$schema", "not supported"),
+    ({"$schema": 7}, "/$schema", "not supported"),
+]
+
+
+@pytest.mark.parametrize(("schema", "pointer", "text"), FOREIGN, ids=lambda v: json.dumps(v)[:60])
+def test_keywords_a_declared_dialect_lacks_are_refused(schema: Any, pointer: str, text: str) -> None:
+    for call in (check_schema, compile_validator, js.to_draft_2020_12):
+        with pytest.raises(UnsupportedJsonSchemaError) as info:
+            call(schema)
+        assert info.value.pointer == pointer
+        assert text in info.value.detail
+
+
+INVALID_DECLARED = [
+    ({"$schema": DRAFT_07, "items": []}, "/items"),
+    ({"$schema": DRAFT_07, "items": [1]}, "/items/0"),
+    ({"$schema": DRAFT_07, "additionalItems": "no"}, "/additionalItems"),
+    ({"$schema": DRAFT_07, "definitions": []}, "/definitions"),
+    ({"$schema": DRAFT_07, "dependencies": {"a": ["b", "b"]}}, "/dependencies/a"),
+    ({"$schema": DRAFT_07, "dependencies": []}, "/dependencies"),
+    ({"$schema": DRAFT_07, "$ref": "#/definitions/missing"}, "/$ref"),
+]
+
+
+@pytest.mark.parametrize(("schema", "pointer"), INVALID_DECLARED, ids=lambda v: json.dumps(v)[:60])
+def test_malformed_draft_07_vocabulary_is_invalid(schema: Any, pointer: str) -> None:
+    with pytest.raises(InvalidJsonSchemaError) as info:
+        check_schema(schema)
+    assert info.value.pointer == pointer
+
+
+def test_draft_2020_12_still_refuses_the_older_spellings_and_says_how_to_declare_them() -> None:
+    for schema, pointer in [
+        ({"items": [{}]}, "/items"),
+        ({"additionalItems": False}, "/additionalItems"),
+        ({"definitions": {}}, "/definitions"),
+        ({"dependencies": {"a": ["b"]}}, "/dependencies"),
+    ]:
+        with pytest.raises(JsonSchemaError) as info:
+            check_schema(schema)
+        assert info.value.pointer == pointer
+        assert "declare" in info.value.detail

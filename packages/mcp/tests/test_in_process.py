@@ -238,11 +238,21 @@ async def test_using_a_server_that_is_not_entered_says_what_to_do(sdk_server: An
         await in_process(sdk_server, events).list_tools()
 
 
-async def test_long_descriptions_are_cut(sdk_server: Any, events: Any) -> None:
-    server = in_process(sdk_server, events, limits=MCPLimits(max_description_chars=8))
-    async with server:
-        infos = {i.name: i for i in await server.list_tools()}
-    assert infos["add"].description == "Add two ..."
+async def test_long_descriptions_are_cut_to_the_limit_with_the_ellipsis(sdk_server: Any, events: Any) -> None:
+    text = "Add two integers."
+    for limit, expected in [
+        (len(text), text),
+        (len(text) - 1, "Add two integ..."),
+        (8, "Add t..."),
+        (2, "Ad"),
+    ]:
+        server = in_process(sdk_server, events, limits=MCPLimits(max_description_chars=limit))
+        async with server:
+            infos = {i.name: i for i in await server.list_tools()}
+        description = infos["add"].description
+        assert description == expected, limit
+        assert description is not None
+        assert len(description) <= limit
 
 
 async def test_result_size_limit_applies_in_process(

@@ -2,7 +2,7 @@
 
 It speaks plain JSON-RPC lines without the SDK, so tests control every byte it writes. Tools:
 
-* `echo(**args)`: the arguments back as JSON text;
+* `echo(**args)` (and `draft7`, with `--malformed-tools`): the arguments back as JSON text;
 * `crash`: exits without answering; `crash_once(marker)`: crashes unless the marker file exists
   (and creates it), so the next process answers;
 * `hang`: never answers; `garbage`: writes a line that is not JSON; `bad_shape`: answers with a
@@ -10,11 +10,15 @@ It speaks plain JSON-RPC lines without the SDK, so tests control every byte it w
 * `sized(size, id_last=False, hidden_id=False)`: answers with a line of exactly `size` bytes;
 * `huge_no_id(size)`: writes a notification line of `size` bytes (nothing to attribute it to);
 * `change_tools`: adds the tool `added` and sends `notifications/tools/list_changed`;
-* `env`: the environment variable names; `stderr(text)`: writes `text` to standard error.
+* `env`: the environment variable names; `stderr(text)`: writes `text` to standard error;
+* `server_error(message, code=-32000)`: answers with that JSON-RPC error (-32000 is the first
+  implementation-defined server error, which many servers send for any failure).
 
 Flags: `--ignore-term` ignores SIGTERM and keeps running after stdin closes; `--fail-start` writes
 to stderr and exits before reading anything; `--bad-schema` also lists a tool whose schema uses
-`pattern` (outside ferrule's dialect); `--pid-file PATH` writes the PID there.
+`pattern` (outside ferrule's dialect); `--malformed-tools` also lists tools the MCP schema
+forbids (a non-object input schema, a string schema, no name, annotations that are not an object)
+among valid ones (one in Draft 7); `--pid-file PATH` writes the PID there.
 """
 
 from __future__ import annotations
@@ -56,6 +60,14 @@ TOOLS += [
     },
     {"name": "huge_no_id", "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}}},
     {"name": "stderr", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {
+        "name": "server_error",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}, "code": {"type": "integer"}},
+            "required": ["message"],
+        },
+    },
 ]
 if "--bad-schema" in ARGS:
     TOOLS.append(
@@ -64,6 +76,25 @@ if "--bad-schema" in ARGS:
             "inputSchema": {
                 "type": "object",
                 "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$"}},
+            },
+        }
+    )
+
+if "--malformed-tools" in ARGS:
+    TOOLS[1:1] = [
+        {"name": "not_an_object", "inputSchema": "not a schema"},
+        {"name": "string_schema", "inputSchema": {"type": "string"}},
+        {"description": "a tool without a name", "inputSchema": OBJECT},
+        {"name": "bad_annotations", "inputSchema": OBJECT, "annotations": "read-only"},
+    ]
+    TOOLS.append(
+        {
+            "name": "draft7",
+            "inputSchema": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}},
+                "required": ["pair"],
             },
         }
     )
@@ -116,7 +147,7 @@ def sized(request_id: object, size: int, id_last: bool, hidden_id: bool = False)
 
 
 def call(request_id: object, name: str, args: dict[str, object]) -> None:
-    if name == "echo":
+    if name in ("echo", "draft7"):
         text(request_id, json.dumps(args, sort_keys=True))
     elif name == "crash":
         os._exit(3)
@@ -145,6 +176,9 @@ def call(request_id: object, name: str, args: dict[str, object]) -> None:
             TOOLS.append({"name": "added", "inputSchema": OBJECT})
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         text(request_id, "changed")
+    elif name == "server_error":
+        code = args.get("code", -32000)
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": str(args["message"])}})
     elif name == "env":
         text(request_id, json.dumps(sorted(os.environ)))
     elif name == "stderr":

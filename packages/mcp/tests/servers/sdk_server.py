@@ -9,6 +9,7 @@ from typing import Annotated
 import mcp.types as types
 from mcp.server.mcpserver import Audio, Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, Field
 
 PNG = base64.b64decode(
@@ -60,6 +61,11 @@ def build() -> MCPServer:
     def fail(reason: str) -> str:
         """Always fails with `reason`."""
         raise ToolError(reason)
+
+    @server.tool()
+    def server_error(message: str) -> str:
+        """Answers with JSON-RPC error -32000 (a server error, as many servers send for any failure)."""
+        raise MCPError(code=-32000, message=message)
 
     @server.tool()
     def big(size: int) -> str:

@@ -1,8 +1,11 @@
 """The fail-closed JSON Schema checker and the fastjsonschema translation behind `json_schema`.
 
 `check` walks a schema (already normalized to plain JSON values) and raises `SchemaProblem` for
-anything outside the supported Draft 2020-12 subset. `compile_schema` translates a checked schema
-into a Draft-07 document that fastjsonschema compiles to Python code:
+anything outside the supported subset of the dialect its root `$schema` declares (Draft 2020-12 when
+it declares none; Draft 2019-09 and Draft 7 are read with their own meaning of the keywords they
+spell differently). `upgrade` rewrites a checked Draft 7 or 2019-09 schema as the equivalent Draft
+2020-12 one. `compile_schema` translates a checked 2020-12 schema into a Draft-07 document that
+fastjsonschema compiles to Python code:
 
 * `prefixItems`/`items` become Draft-07 array `items` plus `additionalItems`;
 * `dependentRequired` becomes `dependencies`;
@@ -23,9 +26,18 @@ from __future__ import annotations
 import math
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, Literal, NamedTuple, cast
 
-__all__ = ["CompiledSchema", "SchemaProblem", "check", "compile_schema", "json_key"]
+__all__ = [
+    "DIALECTS",
+    "CompiledSchema",
+    "Dialect",
+    "SchemaProblem",
+    "check",
+    "compile_schema",
+    "json_key",
+    "upgrade",
+]
 
 
 class SchemaProblem(Exception):
@@ -40,6 +52,27 @@ class SchemaProblem(Exception):
 
 
 SUPPORTED_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+
+Dialect = Literal["2020-12", "2019-09", "draft-07"]
+
+DIALECTS: Final[Mapping[str, Dialect]] = {
+    SUPPORTED_DIALECT: "2020-12",
+    f"{SUPPORTED_DIALECT}#": "2020-12",
+    "https://json-schema.org/draft/2019-09/schema": "2019-09",
+    "https://json-schema.org/draft/2019-09/schema#": "2019-09",
+    # The meta-schema's own id is `http://...#`; generators (zod-to-json-schema, ...) also write the others.
+    "http://json-schema.org/draft-07/schema#": "draft-07",
+    "http://json-schema.org/draft-07/schema": "draft-07",
+    "https://json-schema.org/draft-07/schema#": "draft-07",
+    "https://json-schema.org/draft-07/schema": "draft-07",
+}
+"""The accepted `$schema` values and the dialect each declares (an empty fragment is the same URI)."""
+
+_DIALECT_NAMES: Final[Mapping[Dialect, str]] = {
+    "2020-12": "Draft 2020-12",
+    "2019-09": "Draft 2019-09",
+    "draft-07": "Draft 7",
+}
 
 _TYPES: Final = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
 _SUBSCHEMA: Final = frozenset(
@@ -78,18 +111,62 @@ _UNSUPPORTED: Final = {
     "$anchor": "anchors are not supported; reference definitions as `#/$defs/<name>`",
     "$vocabulary": "custom vocabularies are not supported; remove `$vocabulary`",
     "dependentSchemas": "`dependentSchemas` is not supported; use `dependentRequired` or `if`/`then`",
-    "dependencies": "`dependencies` is Draft 7 vocabulary; use `dependentRequired` (Draft 2020-12)",
-    "additionalItems": "`additionalItems` is Draft 2019 vocabulary; use `prefixItems` with `items`",
-    "definitions": "`definitions` is Draft 7 vocabulary; move the schemas to `$defs`",
+    "dependencies": "`dependencies` is Draft 7 vocabulary; use `dependentRequired` (Draft 2020-12), or "
+    "declare Draft 7 in `$schema`",
+    "additionalItems": "`additionalItems` is Draft 7 / 2019-09 vocabulary; use `prefixItems` with `items`, "
+    "or declare that dialect in `$schema`",
+    "definitions": "`definitions` is Draft 7 vocabulary; move the schemas to `$defs`, or declare Draft 7 "
+    "in `$schema`",
     "contentSchema": "`contentSchema` is not supported; validate the decoded content separately",
     "discriminator": "`discriminator` is OpenAPI vocabulary, not JSON Schema; `anyOf`/`oneOf` with a "
     "`const` tag property expresses the same",
 }
 
 
-def _definitions(root: Any) -> dict[str, Any]:
+# Keywords of another draft that a declared dialect does not have. A validator of that dialect
+# would ignore them as unknown, so they are refused instead of silently meaning nothing.
+_FOREIGN: Final[Mapping[Dialect, Mapping[str, str]]] = {
+    "2020-12": {},
+    "2019-09": {
+        "prefixItems": "`prefixItems` is Draft 2020-12 vocabulary, unknown to Draft 2019-09; give `items` "
+        "an array of schemas, or declare Draft 2020-12 in `$schema`",
+        "definitions": "`definitions` is Draft 7 vocabulary, not a keyword of Draft 2019-09; move the "
+        "schemas to `$defs`",
+        "dependencies": "`dependencies` is Draft 7 vocabulary, not a keyword of Draft 2019-09; use "
+        "`dependentRequired`",
+    },
+    "draft-07": {
+        "$defs": "`$defs` is Draft 2019-09+ vocabulary, unknown to Draft 7; put the schemas under "
+        "`definitions`, or declare Draft 2020-12 in `$schema`",
+        "prefixItems": "`prefixItems` is Draft 2020-12 vocabulary, unknown to Draft 7; give `items` an "
+        "array of schemas, or declare Draft 2020-12 in `$schema`",
+        "dependentRequired": "`dependentRequired` is Draft 2019-09+ vocabulary, unknown to Draft 7; use "
+        "`dependencies` with arrays of names, or declare Draft 2020-12 in `$schema`",
+        "minContains": "`minContains` is Draft 2019-09+ vocabulary, unknown to Draft 7; declare Draft "
+        "2020-12 in `$schema` to count `contains` matches",
+        "maxContains": "`maxContains` is Draft 2019-09+ vocabulary, unknown to Draft 7; declare Draft "
+        "2020-12 in `$schema` to count `contains` matches",
+    },
+}
+
+
+def dialect_of(root: Any) -> Dialect:
+    """The dialect a schema's root `$schema` declares; Draft 2020-12 when it declares none (or one not accepted)."""
     if isinstance(root, dict):
-        found = cast("dict[str, Any]", root).get("$defs")
+        declared = cast("dict[str, Any]", root).get("$schema")
+        if isinstance(declared, str):
+            return DIALECTS.get(declared, "2020-12")
+    return "2020-12"
+
+
+def _container(dialect: Dialect) -> str:
+    """The keyword holding reusable schemas: `definitions` in Draft 7, `$defs` since 2019-09."""
+    return "definitions" if dialect == "draft-07" else "$defs"
+
+
+def _definitions(root: Any, container: str = "$defs") -> dict[str, Any]:
+    if isinstance(root, dict):
+        found = cast("dict[str, Any]", root).get(container)
         if isinstance(found, dict):
             return cast("dict[str, Any]", found)
     return {}
@@ -124,6 +201,9 @@ class _Checker:
         self.root = root
         self.max_depth = max_depth
         self.refs: list[tuple[str, str]] = []
+        self.dialect = dialect_of(root)
+        self.container = _container(self.dialect)
+        self.foreign = _FOREIGN[self.dialect]
 
     def invalid(self, pointer: str, message: str, keyword: str | None = None) -> SchemaProblem:
         return SchemaProblem(unsupported=False, pointer=pointer, message=message, keyword=keyword)
@@ -132,10 +212,13 @@ class _Checker:
         return SchemaProblem(unsupported=True, pointer=pointer, message=message, keyword=keyword)
 
     def run(self) -> None:
+        if isinstance(self.root, dict) and "$schema" in self.root:
+            # The declaration decides what every other keyword means, so it is checked first.
+            self.keyword("$schema", cast("dict[str, Any]", self.root)["$schema"], "/$schema", 0, True)
         self.schema(self.root, "", 0)
-        definitions = _definitions(self.root)
+        definitions = _definitions(self.root, self.container)
         for pointer, ref in self.refs:
-            name = parse_ref(ref)
+            name = parse_ref(ref, self.container)
             if name is None:
                 continue
             if isinstance(name, SchemaProblem):
@@ -145,7 +228,7 @@ class _Checker:
             if name not in definitions:
                 raise self.invalid(
                     pointer,
-                    f"dangling reference {ref!r}: the root `$defs` has no entry {name!r}; "
+                    f"dangling reference {ref!r}: the root `{self.container}` has no entry {name!r}; "
                     "add the definition or fix the reference",
                     "$ref",
                 )
@@ -175,11 +258,31 @@ class _Checker:
                 self.schema(item, f"{pointer}/{_escape(name)}", depth + 1)
 
     def keyword(self, key: str, value: Any, pointer: str, depth: int, is_root: bool) -> None:
-        if key in _SUBSCHEMA:
+        foreign = self.foreign.get(key)
+        if foreign is not None:
+            raise self.unsupported(pointer, foreign, key)
+        if self.dialect != "2020-12" and (
+            key == "additionalItems" or (key == "items" and isinstance(value, list))
+        ):
+            # Draft 7 and 2019-09: `items` may be an array of per-position schemas, followed by
+            # `additionalItems`.
+            if key == "additionalItems":
+                self.schema(value, pointer, depth + 1)
+            elif not value:
+                raise self.invalid(pointer, "`items` given as an array must hold at least one schema", key)
+            else:
+                for index, item in enumerate(cast("list[Any]", value)):
+                    self.schema(item, f"{pointer}/{index}", depth + 1)
+        elif self.dialect == "draft-07" and key == "definitions":
+            self.subschemas(value, pointer, depth, key)
+        elif self.dialect == "draft-07" and key == "dependencies":
+            self.dependencies(value, pointer)
+        elif key in _SUBSCHEMA:
             if key == "items" and isinstance(value, list):
                 raise self.invalid(
                     pointer,
-                    "in Draft 2020-12 `items` takes one schema; use `prefixItems` for per-position schemas",
+                    "in Draft 2020-12 `items` takes one schema; use `prefixItems` for per-position schemas "
+                    "(or declare Draft 7 / 2019-09 in `$schema`, where an array means that)",
                     key,
                 )
             self.schema(value, pointer, depth + 1)
@@ -247,10 +350,11 @@ class _Checker:
                 raise self.unsupported(
                     pointer, "`$schema` is only supported at the root (embedded resources are not)", key
                 )
-            if value != SUPPORTED_DIALECT:
+            if not isinstance(value, str) or value not in DIALECTS:
                 raise self.unsupported(
                     pointer,
-                    f"dialect {value!r} is not supported; use {SUPPORTED_DIALECT!r} or omit `$schema`",
+                    f"dialect {value!r} is not supported; declare Draft 2020-12 ({SUPPORTED_DIALECT!r}), "
+                    "Draft 2019-09 or Draft 7, or omit `$schema`",
                     key,
                 )
         elif key == "$id":
@@ -270,6 +374,23 @@ class _Checker:
                 key,
             )
 
+    def dependencies(self, value: Any, pointer: str) -> None:
+        """Draft 7 `dependencies`: arrays of names are supported (they are `dependentRequired`)."""
+        if not isinstance(value, dict):
+            raise self.invalid(
+                pointer, "`dependencies` must map property names to arrays of names", "dependencies"
+            )
+        for name, item in cast("dict[str, Any]", value).items():
+            where = f"{pointer}/{_escape(name)}"
+            if isinstance(item, (dict, bool)):
+                raise self.unsupported(
+                    where,
+                    "the schema form of `dependencies` (a schema applied when the property is present) is "
+                    "not supported; use `if`/`then`, or an array of names the property requires",
+                    "dependencies",
+                )
+            self.names(item, where, "dependencies")
+
     def names(self, value: Any, pointer: str, key: str) -> None:
         if (
             not isinstance(value, list)
@@ -279,8 +400,11 @@ class _Checker:
             raise self.invalid(pointer, f"`{key}` must be an array of distinct property names", key)
 
 
-def parse_ref(ref: str) -> str | SchemaProblem | None:
-    """The `$defs` name a supported `$ref` points at, `None` for the root, or why it is unsupported."""
+def parse_ref(ref: str, container: str = "$defs") -> str | SchemaProblem | None:
+    """The definition name a supported `$ref` points at, `None` for the root, or why it is unsupported.
+
+    `container` is where definitions live: `$defs`, or `definitions` in Draft 7.
+    """
     if ref == "#":
         return None
     if not ref.startswith("#"):
@@ -288,17 +412,18 @@ def parse_ref(ref: str) -> str | SchemaProblem | None:
             unsupported=True,
             pointer="",
             message=f"reference {ref!r} is not local; remote references are never fetched: inline the "
-            "schema under `$defs` and reference it as `#/$defs/<name>`",
+            f"schema under `{container}` and reference it as `#/{container}/<name>`",
         )
     pointer = urllib.parse.unquote(ref[1:])
-    if not pointer.startswith("/$defs/") or pointer.count("/") != 2:
+    prefix = f"/{container}/"
+    if not pointer.startswith(prefix) or pointer.count("/") != 2:
         return SchemaProblem(
             unsupported=True,
             pointer="",
-            message=f"reference {ref!r} is not supported; only `#` and `#/$defs/<name>` are "
+            message=f"reference {ref!r} is not supported; only `#` and `#/{container}/<name>` are "
             "(general JSON Pointers and anchors are not)",
         )
-    token = pointer[len("/$defs/") :]
+    token = pointer[len(prefix) :]
     if "~" in token.replace("~0", "").replace("~1", ""):
         return SchemaProblem(
             unsupported=False,
@@ -311,6 +436,74 @@ def parse_ref(ref: str) -> str | SchemaProblem | None:
 def check(schema: Any, *, max_depth: int) -> None:
     """Raise `SchemaProblem` unless `schema` (plain JSON values) is in the supported subset."""
     _Checker(schema, max_depth).run()
+
+
+# --- Draft 7 and 2019-09 to Draft 2020-12 ------------------------------------------------------
+
+_ANNOTATIONS: Final = _STRING_ANNOTATIONS | _BOOL_ANNOTATIONS | {"default", "examples"}
+
+
+def upgrade(schema: Any) -> Any:
+    """The Draft 2020-12 equivalent of a checked schema (a fresh structure; values may be shared).
+
+    A schema that declares no dialect or Draft 2020-12 is returned as it is. Otherwise `$schema` is
+    removed and the keywords the drafts spell differently are rewritten: an array `items` becomes
+    `prefixItems` and `additionalItems` beside it becomes `items` (elsewhere it has no effect and is
+    removed); in Draft 7, `definitions` becomes `$defs` (and `#/definitions/<name>` references
+    `#/$defs/<name>`), `dependencies` becomes `dependentRequired`, and the siblings of `$ref`, which
+    Draft 7 ignores, are removed except annotations and `definitions`.
+    """
+    dialect = dialect_of(schema)
+    if dialect == "2020-12":
+        return schema
+    return _Upgrade(dialect).schema(schema)
+
+
+class _Upgrade:
+    def __init__(self, dialect: Dialect) -> None:
+        self.draft7 = dialect == "draft-07"
+
+    def schema(self, node: Any) -> Any:
+        if isinstance(node, bool):
+            return node
+        source = cast("dict[str, Any]", node)
+        if self.draft7 and "$ref" in source:
+            source = {
+                key: value
+                for key, value in source.items()
+                if key in ("$ref", "$id", "definitions") or key in _ANNOTATIONS
+            }
+        out: dict[str, Any] = {}
+        for key, value in source.items():
+            if key in ("$schema", "additionalItems"):
+                continue  # the dialect is now the default; `additionalItems` is handled with `items`
+            if key == "items" and isinstance(value, list):
+                out["prefixItems"] = [self.schema(item) for item in cast("list[Any]", value)]
+                if "additionalItems" in source:
+                    out["items"] = self.schema(source["additionalItems"])
+            elif key == "$ref":
+                out[key] = self.ref(value)
+            elif key == "dependencies":
+                out["dependentRequired"] = {name: list(names) for name, names in value.items()}
+            elif key in _SUBSCHEMA:
+                out[key] = self.schema(value)
+            elif key in _SUBSCHEMA_ARRAYS:
+                out[key] = [self.schema(item) for item in value]
+            elif key in _SUBSCHEMA_MAPS or key == "definitions":
+                out["$defs" if key == "definitions" else key] = {
+                    name: self.schema(item) for name, item in value.items()
+                }
+            else:
+                out[key] = value
+        return out
+
+    def ref(self, ref: str) -> str:
+        if not self.draft7:
+            return ref
+        name = parse_ref(ref, "definitions")
+        if name is None or isinstance(name, SchemaProblem):
+            return ref  # `#` (a checked schema has no other kind)
+        return "#/$defs/" + urllib.parse.quote(_escape(name), safe="")
 
 
 # --- JSON equality --------------------------------------------------------------------------

@@ -3,9 +3,12 @@
 * [`schema_for`][ferrule.core.json_schema.schema_for] derives a schema from a type hint (Structs,
   dataclasses, TypedDicts, builtins, unions, `Literal`, `Enum`, ...) with msgspec.
 * [`check_schema`][ferrule.core.json_schema.check_schema] checks a hand-written schema against the
-  supported subset of Draft 2020-12 before it is used. Keywords outside the subset are rejected
+  supported subset of Draft 2020-12 (or of Draft 2019-09 or Draft 7, when its `$schema` declares
+  one) before it is used. Keywords outside the subset are rejected
   ([`UnsupportedJsonSchemaError`][ferrule.core.json_schema.UnsupportedJsonSchemaError]), never
   ignored; malformed vocabulary is [`InvalidJsonSchemaError`][ferrule.core.json_schema.InvalidJsonSchemaError].
+* [`to_draft_2020_12`][ferrule.core.json_schema.to_draft_2020_12] checks a schema and returns its
+  Draft 2020-12 equivalent (Draft 7 and 2019-09 spellings rewritten).
 * [`compile_validator`][ferrule.core.json_schema.compile_validator] compiles a checked schema into a
   cached [`SchemaValidator`][ferrule.core.json_schema.SchemaValidator] (fastjsonschema underneath,
   imported on first compile) that validates decoded JSON values with JSON semantics.
@@ -19,17 +22,18 @@ import collections
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
 from . import bounded_json
+from ._schema_compile import DIALECTS, SchemaProblem, check, upgrade, walk_subschemas
 from ._schema_compile import SUPPORTED_DIALECT as _DIALECT
-from ._schema_compile import SchemaProblem, check, walk_subschemas
 from .errors import FerruleError, UserError
 
 __all__ = [
     "SUPPORTED_DIALECT",
+    "SUPPORTED_DIALECTS",
     "InvalidJsonSchemaError",
     "JsonSchemaError",
     "SchemaInput",
@@ -39,10 +43,16 @@ __all__ = [
     "check_schema",
     "compile_validator",
     "schema_for",
+    "to_draft_2020_12",
 ]
 
 SUPPORTED_DIALECT: Final = _DIALECT
-"""The only accepted `$schema` value: JSON Schema Draft 2020-12 (`$schema` may also be omitted)."""
+"""The native dialect, JSON Schema Draft 2020-12: what a schema without `$schema` is read as."""
+
+SUPPORTED_DIALECTS: Final = frozenset(DIALECTS)
+"""Every accepted `$schema` value: Draft 2020-12, Draft 2019-09 and Draft 7 (with or without the empty
+fragment `#`; Draft 7 also as `https`). The same keyword subset is supported in each, read with the
+meaning its dialect gives it."""
 
 SchemaInput = Mapping[str, Any] | bool | bytes | bytearray | memoryview | str
 """A schema as a decoded mapping (or boolean schema) or as JSON text, which is decoded with the
@@ -189,9 +199,11 @@ def _raise_problem(problem: SchemaProblem) -> None:
     raise cls(problem.message, pointer=problem.pointer, keyword=problem.keyword) from None
 
 
-def _normalize(schema: SchemaInput) -> tuple[bytes, Any]:
-    """Canonical JSON bytes (sorted keys, within the `SCHEMA` limits) and a fresh decoded copy."""
+def _normalize(schema: SchemaInput) -> tuple[bytes, Any, Any]:
+    """Canonical JSON bytes (sorted keys, within the `SCHEMA` limits), a fresh decoded copy of them,
+    and the decoded input (the caller's own mapping, or the value decoded from text, in its key order)."""
     limits = bounded_json.SCHEMA
+    value: Any
     if isinstance(schema, (bytes, bytearray, memoryview, str)):
         try:
             value = bounded_json.decode(schema, limits=limits)
@@ -215,11 +227,14 @@ def _normalize(schema: SchemaInput) -> tuple[bytes, Any]:
         bounded_json._preflight(bounded_json._as_buffer(canonical, limits), limits)
     except bounded_json.JsonLimitError as exc:
         raise InvalidJsonSchemaError(f"the schema is too large: {exc}") from exc
-    return canonical, msgspec.json.decode(canonical)
+    return canonical, msgspec.json.decode(canonical), cast("Any", value)
 
 
 def check_schema(schema: SchemaInput) -> None:
-    """Check `schema` against the supported Draft 2020-12 subset; the input is never modified.
+    """Check `schema` against the supported subset of its dialect; the input is never modified.
+
+    The dialect is the one the root `$schema` declares (one of `SUPPORTED_DIALECTS`), Draft 2020-12
+    when there is none. Keywords of another draft that the declared one lacks are refused.
 
     Raises [`UnsupportedJsonSchemaError`][ferrule.core.json_schema.UnsupportedJsonSchemaError] for
     valid vocabulary the local validator does not implement and
@@ -227,8 +242,27 @@ def check_schema(schema: SchemaInput) -> None:
     vocabulary, both naming the JSON Pointer of the offending keyword. A schema given as text must
     pass the `SCHEMA` JSON limits; a mapping must stay within the same size and depth once encoded.
     """
-    _, value = _normalize(schema)
+    _, value, _ = _normalize(schema)
     _check(value)
+
+
+def to_draft_2020_12(schema: SchemaInput) -> dict[str, Any] | bool:
+    """Check `schema` like `check_schema` and return its Draft 2020-12 equivalent, a fresh copy.
+
+    A schema in Draft 2020-12 (declared or not) comes back equal to the input. A Draft 7 or 2019-09
+    one comes back without `$schema` and with the keywords those drafts spell differently rewritten,
+    with the same meaning: an array `items` becomes `prefixItems` and `additionalItems` beside it
+    becomes `items`; in Draft 7, `definitions` becomes `$defs` (with its references),
+    `dependencies` becomes `dependentRequired`, and the siblings of a `$ref` (which Draft 7 ignores)
+    are dropped, except annotations. Key order is kept.
+    """
+    _, value, original = _normalize(schema)
+    _check(value)
+    if isinstance(original, bool):
+        return original
+    # An order-preserving copy: properties stay in the author's order (models see it).
+    copy: Any = msgspec.json.decode(msgspec.json.encode(original))
+    return cast("dict[str, Any] | bool", upgrade(copy))
 
 
 def _check(value: Any) -> None:
@@ -248,7 +282,7 @@ def compile_validator(schema: SchemaInput) -> SchemaValidator:
     Validators are cached by the canonical JSON of the schema (least recently used first out, at
     most 512), so equal schemas return the same object. The input is never modified.
     """
-    canonical, value = _normalize(schema)
+    canonical, value, _ = _normalize(schema)
     with _cache_lock:
         cached = _cache.get(canonical)
         if cached is not None:
@@ -258,7 +292,7 @@ def compile_validator(schema: SchemaInput) -> SchemaValidator:
     from ._schema_compile import compile_schema
 
     try:
-        compiled = compile_schema(value)
+        compiled = compile_schema(upgrade(value))
     except RecursionError:
         raise InvalidJsonSchemaError("the schema's references nest too deeply to compile") from None
     except Exception as exc:  # fastjsonschema's definition errors and anything its codegen raises

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
 
     from ._stdio import StdioState
+    from ._watch import Watch
 
 __all__ = [
     "ApprovalPolicy",
@@ -72,6 +73,10 @@ ApprovalPolicy: TypeAlias = Callable[[RunContext[Any], str, dict[str, Any]], "bo
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, without importing the SDK
+# The texts of the -32000 errors the SDK makes itself: its dispatcher's closed connection, and its
+# streamable-HTTP transport's response streams that ended, failed or were never opened.
+_SDK_CLOSED = "Connection closed"
+_SDK_STREAM_LOST = ("SSE stream ", "server answered a request with 202 Accepted")
 _SAFE_ENV = (
     "PATH",
     "HOME",
@@ -105,7 +110,7 @@ class MCPToolInfo(msgspec.Struct, frozen=True, kw_only=True):
     description: str | None
     """The server's description (cut to `MCPLimits.max_description_chars`); untrusted text."""
     input_schema: dict[str, Any]
-    """The JSON Schema of the arguments, as listed."""
+    """The JSON Schema of the arguments, as listed but in Draft 2020-12 (a Draft 7 or 2019-09 one is rewritten)."""
     side_effect: SideEffect
     """The side effect the tool is treated as having."""
     annotations: dict[str, Any] | None = None
@@ -115,7 +120,18 @@ class MCPToolInfo(msgspec.Struct, frozen=True, kw_only=True):
 class _Session:
     """One live connection, owned by a worker task in the toolset's task group."""
 
-    __slots__ = ("alive", "client", "closed", "failure", "infos", "list_lock", "stale", "stop", "tools")
+    __slots__ = (
+        "alive",
+        "client",
+        "closed",
+        "failure",
+        "infos",
+        "list_lock",
+        "stale",
+        "stop",
+        "tools",
+        "watch",
+    )
 
     def __init__(self) -> None:
         self.client: Any = None
@@ -127,6 +143,8 @@ class _Session:
         self.tools: list[Tool[Any]] | None = None
         self.infos: list[MCPToolInfo] = []
         self.stale = False
+        self.watch: Watch | None = None
+        """The view of the transport's streams, for transports ferrule opens (stdio, HTTP)."""
 
     def mark_dead(self, reason: str) -> None:
         if self.failure is None:
@@ -487,6 +505,8 @@ class MCPToolset(AbstractToolset[Any]):
                 async with client:
                     scope.deadline = math.inf
                     session.client = client
+                    if session.watch is not None:
+                        session.watch.version = client.protocol_version
                     session.alive = True
                     self.instructions = client.instructions
                     task_status.started()
@@ -564,7 +584,7 @@ class MCPToolset(AbstractToolset[Any]):
                 )
             if kind == MALFORMED:
                 return MCPProtocolError(f"MCP server {self.server_id!r}: {message}", server_id=self.server_id)
-            if exc.error.code == _CONNECTION_CLOSED:
+            if exc.error.code == _CONNECTION_CLOSED and _closed_signal(session, exc.error):
                 return self._lost(session, exc)
             if exc.error.code == -32001:  # REQUEST_TIMEOUT
                 return MCPTimeoutError(f"MCP server {self.server_id!r}: {message}", server_id=self.server_id)
@@ -600,6 +620,8 @@ class MCPToolset(AbstractToolset[Any]):
             session.stale = False
             raw: list[Any] = []
             cursor: str | None = None
+            if session.watch is not None:
+                session.watch.excluded.clear()
             try:
                 with anyio.fail_after(self.connect_timeout):
                     for _ in range(self.limits.max_list_pages):
@@ -610,6 +632,8 @@ class MCPToolset(AbstractToolset[Any]):
                             break
             except Exception as exc:
                 raise self._map_error(session, exc) from exc
+            if session.watch is not None:
+                self._exclude_malformed(session.watch)
             if len(raw) > self.limits.max_tools:
                 self._emit(
                     "tool_excluded",
@@ -618,6 +642,17 @@ class MCPToolset(AbstractToolset[Any]):
                 raw = raw[: self.limits.max_tools]
             session.tools, session.infos = self._build(raw, session)
             return session.tools
+
+    def _offered(self, name: str) -> bool:
+        return (self.allow_tools is None or name in self.allow_tools) and name not in self.deny_tools
+
+    def _exclude_malformed(self, watch: Watch) -> None:
+        """Report the tools the stream watcher took out of the pages (the SDK never saw them)."""
+        # A page the SDK itself lists again meanwhile (to validate a call's result) reports again.
+        for name, why in dict.fromkeys(watch.excluded):
+            if self._offered(name):
+                self._exclude(name, why)
+        watch.excluded.clear()
 
     def _exclude(self, name: str, why: str) -> None:
         self._emit(
@@ -635,7 +670,7 @@ class MCPToolset(AbstractToolset[Any]):
             if not isinstance(name, str) or not _TOOL_NAME.match(name):
                 self._exclude(str(name)[:80], "its name is not 1-128 letters, digits, '_', '-' or '.'")
                 continue
-            if (self.allow_tools is not None and name not in self.allow_tools) or name in self.deny_tools:
+            if not self._offered(name):
                 continue
             if name in seen:
                 self._exclude(name, "the server lists two tools with this name")
@@ -646,7 +681,10 @@ class MCPToolset(AbstractToolset[Any]):
                 self._exclude(name, "its input schema is not an object schema")
                 continue
             try:
-                validator = json_schema.compile_validator(cast("dict[str, Any]", schema))
+                # Draft 7 and 2019-09 schemas (what most TypeScript servers send) become their Draft
+                # 2020-12 equivalent here, so the agent and the model providers see one dialect.
+                schema = json_schema.to_draft_2020_12(cast("dict[str, Any]", schema))
+                validator = json_schema.compile_validator(schema)
             except json_schema.JsonSchemaError as exc:
                 self._exclude(name, f"its input schema is not supported ({exc})")
                 continue
@@ -657,7 +695,7 @@ class MCPToolset(AbstractToolset[Any]):
                 name=name,
                 exposed_name=f"{self.prefix}__{name}" if self.prefix else name,
                 description=self._description(item.description),
-                input_schema=msgspec.json.decode(msgspec.json.encode(schema)),
+                input_schema=cast("dict[str, Any]", schema),
                 side_effect=self._side_effect(name, annotations),
                 annotations=annotations,
             )
@@ -673,7 +711,10 @@ class MCPToolset(AbstractToolset[Any]):
         if text is None:
             return None
         limit = self.limits.max_description_chars
-        return text if len(text) <= limit else text[:limit] + "..."
+        if len(text) <= limit:
+            return text
+        # The ellipsis counts: the cut text is never longer than the limit.
+        return text[: limit - len(_ELLIPSIS)] + _ELLIPSIS if limit > len(_ELLIPSIS) else text[:limit]
 
     def _side_effect(self, name: str, annotations: dict[str, Any] | None) -> SideEffect:
         chosen = self.side_effects.get(name)
@@ -831,6 +872,31 @@ class MCPToolset(AbstractToolset[Any]):
         return f"{type(self).__name__}(id={self.server_id!r})"
 
 
+_ELLIPSIS = "..."
+
+
+def _closed_signal(session: _Session, error: Any) -> bool:
+    """Whether a -32000 error is the SDK's own signal that the connection (or the call's response) is gone.
+
+    -32000 is also the first implementation-defined server-error code of JSON-RPC, which many
+    servers answer any failure with; such an answer leaves the connection as it was. The SDK raises
+    its signal only once the transport has ended (seen by the stream watcher: the read stream's end
+    or a failed write) or the connection is being closed. Its streamable-HTTP transport also makes
+    -32000 errors of its own, for one request whose response stream broke; they come through the
+    streams like a server's answer and are known by their text. Without a watcher (in-process
+    servers) the dispatcher's text tells.
+    """
+    watch = session.watch
+    if (watch is not None and watch.ended) or not session.alive or session.stop.is_set():
+        return True
+    if error.data is not None:
+        return False
+    message: str = error.message
+    if watch is not None:
+        return message.startswith(_SDK_STREAM_LOST)
+    return message == _SDK_CLOSED
+
+
 async def _await(awaitable: Awaitable[Any]) -> None:
     try:
         await awaitable
@@ -918,20 +984,25 @@ class MCPServerStdio(MCPToolset):
 
     def _server(self, session: _Session) -> Any:
         from ._stdio import StdioState, open_stdio
+        from ._watch import Watch, watched
 
         state = StdioState(self.limits.max_stderr_bytes)
         self._state = state
-        return open_stdio(
-            command=self.command,
-            args=self.args,
-            env=build_env(self.env, self.inherit_env),
-            cwd=self.cwd,
-            stderr=self.stderr,
-            limits=self.limits,
-            state=state,
-            grace=self.shutdown_timeout,
-            kill_after=self.kill_timeout,
-            on_failure=session.mark_dead,
+        session.watch = Watch()
+        return watched(
+            open_stdio(
+                command=self.command,
+                args=self.args,
+                env=build_env(self.env, self.inherit_env),
+                cwd=self.cwd,
+                stderr=self.stderr,
+                limits=self.limits,
+                state=state,
+                grace=self.shutdown_timeout,
+                kill_after=self.kill_timeout,
+                on_failure=session.mark_dead,
+            ),
+            session.watch,
         )
 
     def _failure_detail(self) -> str:
@@ -1002,6 +1073,7 @@ class MCPServerHTTP(MCPToolset):
         from mcp.client.streamable_http import streamable_http_client
 
         from ._http import make_http_client
+        from ._watch import Watch, watched
 
         self.url_policy.check(self.url)
         client = make_http_client(
@@ -1024,7 +1096,8 @@ class MCPServerHTTP(MCPToolset):
             ):
                 yield streams
 
-        return transport()
+        session.watch = Watch()
+        return watched(transport(), session.watch)
 
     def __repr__(self) -> str:
         from ferrule.core.url_policy import redact_url
