@@ -29,6 +29,7 @@ __all__ = [
     "ResponseDecodeError",
     "ResponseTooLargeError",
     "ServerError",
+    "UnsupportedContentError",
     "UnsupportedFeatureError",
     "UrlPolicyError",
     "UserError",
@@ -58,6 +59,24 @@ class UnsupportedFeatureError(UserError):
         if hint:
             message += f"; {hint}"
         super().__init__(message)
+
+
+class UnsupportedContentError(UnsupportedFeatureError):
+    """A message part or user-content item that a provider's API has no way to take.
+
+    Raised by the provider codecs while the request is encoded, before any network I/O, so a history
+    is never sent with a part silently left out. `kind` is the item's JSON tag (its `part_kind`, or
+    its `kind` for user content, e.g. `"speech"` or `"audio-url"`).
+    """
+
+    def __init__(self, kind: str, *, provider: str, model: str | None = None, reason: str) -> None:
+        self.kind = kind
+        """The JSON tag of the refused part or content item, e.g. `"speech"` or `"video-url"`."""
+        self.provider = provider
+        """The provider whose API cannot take it, e.g. `"anthropic"`."""
+        self.reason = reason
+        """Why it cannot be sent, and what to do instead."""
+        super().__init__(f"{kind!r} content", model=f"{provider}:{model}" if model else provider, hint=reason)
 
 
 class UrlPolicyError(UserError):

@@ -499,7 +499,11 @@ class InstructionDeltaPart(
     tag_field="part_kind",
     tag="instruction-delta",
 ):
-    """Replaces or withdraws one operator-authored instruction block from this point on."""
+    """Replaces or withdraws one operator-authored instruction block from this point on.
+
+    A record for the application: each request carries the instructions in force itself
+    (`ModelCall.instructions`), so this part is never sent to a model.
+    """
 
     id: str | None
     """The key of the block being replaced; `None` when it names a source this version cannot address."""
@@ -519,7 +523,10 @@ class InstructionBaselinePart(
     tag_field="part_kind",
     tag="instruction-baseline",
 ):
-    """The instruction blocks a request was sent with, where a window of appended changes starts."""
+    """The instruction blocks a request was sent with, where a window of appended changes starts.
+
+    A record for the application; never sent to a model (the request's instructions are).
+    """
 
     instructions: list[InstructionPart | InstructionDigest]
     """The blocks in order: append-mode blocks in full, rewrite-mode blocks as digests."""
@@ -535,7 +542,10 @@ class ToolAvailabilityDeltaPart(
     tag_field="part_kind",
     tag="tool-availability-delta",
 ):
-    """Records that deferred tools were revealed to the model at this point."""
+    """Records that deferred tools were revealed to the model at this point.
+
+    Never sent to a model: the revealed tools are offered with each later request instead.
+    """
 
     tools_added: list[str] = []
     """Names of the tools revealed here."""
@@ -571,7 +581,10 @@ class ModelSettingsDeltaPart(
     tag_field="part_kind",
     tag="model-settings-delta",
 ):
-    """Records model settings that change from this point of the conversation on."""
+    """Records model settings that change from this point of the conversation on.
+
+    Never sent to a model: each request carries the settings in force (`ModelCall.settings`).
+    """
 
     settings: dict[str, Any]
     """The changed settings by their portable names (e.g. `{"thinking": "high"}`)."""

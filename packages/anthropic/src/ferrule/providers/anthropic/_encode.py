@@ -3,37 +3,47 @@
 Pure functions: no I/O, no clock. Everything the API would reject and that ferrule can see in
 advance (a thinking budget above `max_tokens`, a forced tool choice with a thinking budget, media
 the API cannot take, a file uploaded to another provider) raises `UserError` here, before a paid
-request is sent.
+request is sent; a part or content item the API has no way to take raises its subclass
+`UnsupportedContentError`. Every part kind is matched exhaustively: each is encoded, refused, or not
+sent for a reason docs/core.md gives ("What each provider is sent").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, cast
+from typing import Any, Final, assert_never, cast
 
 import msgspec
 
-from ferrule.core.errors import UserError
+from ferrule.core.errors import UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
+    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
+    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
+    RetryFeedbackPart,
     RetryPromptPart,
+    SpeechPart,
     SystemPromptPart,
     TextContent,
     TextPart,
     ThinkingPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
+    UserContent,
     UserPromptPart,
     VideoUrl,
     replay_args,
@@ -458,68 +468,106 @@ class _Encoder:
             return
         raise UserError("a CachePoint must follow some content it can mark as the end of the cached prefix")
 
+    def _refuse(self, kind: str, reason: str) -> UnsupportedContentError:
+        return UnsupportedContentError(kind, provider=PROVIDER_NAME, model=self.model_name, reason=reason)
+
     def _request(self, message: ModelRequest) -> None:
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                self.system.append(part.content)
-            elif isinstance(part, UserPromptPart):
-                for item in part.iter_content():
-                    if isinstance(item, CachePoint):
-                        self._mark_cache(blocks, item)
-                        continue
-                    block = self._user_item(item)
-                    if block is not None:
-                        blocks.append(block)
-            elif isinstance(part, ToolReturnPart):
-                blocks.append(self._tool_result(part))
-            elif isinstance(part, RetryPromptPart):
-                if part.tool_name is None:
+            match part:
+                case SystemPromptPart():
+                    # The Messages API has one system prompt: every system part joins it, in order.
+                    self.system.append(part.content)
+                case UserPromptPart():
+                    for item in part.iter_content():
+                        if isinstance(item, CachePoint):
+                            self._mark_cache(blocks, item)
+                            continue
+                        block = self._user_item(item)
+                        if block is not None:
+                            blocks.append(block)
+                case ToolReturnPart():
+                    blocks.append(self._tool_result(part))
+                case RetryPromptPart():
+                    if part.tool_name is None:
+                        blocks.append({"type": "text", "text": part.model_response()})
+                    else:
+                        blocks.append(
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": part.tool_call_id,
+                                "content": part.model_response(),
+                                "is_error": True,
+                            }
+                        )
+                case RetryFeedbackPart():
                     blocks.append({"type": "text", "text": part.model_response()})
-                else:
-                    blocks.append(
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": part.tool_call_id,
-                            "content": part.model_response(),
-                            "is_error": True,
-                        }
-                    )
+                case SpeechPart():
+                    if part.transcript:
+                        blocks.append({"type": "text", "text": part.transcript})
+                    elif part.audio is not None:
+                        raise self._refuse(
+                            "speech",
+                            "the user's speech has no transcript, and Anthropic models take no audio input; "
+                            "transcribe it into SpeechPart.transcript",
+                        )
+                case CompactionPart():
+                    # An application-written summary of earlier history: user text.
+                    if part.content:
+                        blocks.append({"type": "text", "text": part.content})
+                case (
+                    ToolAvailabilityDeltaPart()
+                    | CapabilityLoadDeltaPart()
+                    | ModelSettingsDeltaPart()
+                    | InstructionDeltaPart()
+                    | InstructionBaselinePart()
+                ):
+                    pass  # records of how the call's configuration changed; the call carries it (never sent)
+                case _:
+                    assert_never(part)
         self._append("user", blocks)
 
-    def _user_item(self, item: object) -> dict[str, Any] | None:
-        if isinstance(item, str):
-            return {"type": "text", "text": item} if item else None
-        if isinstance(item, TextContent):
-            return {"type": "text", "text": item.content} if item.content else None
-        if isinstance(item, BinaryContent):
-            return self._binary(item)
-        if isinstance(item, ImageUrl):
-            self._no_download(item.force_download, "image", item.url)
-            return {"type": "image", "source": {"type": "url", "url": item.url}}
-        if isinstance(item, DocumentUrl):
-            self._no_download(item.force_download, "document", item.url)
-            media_type = item.resolved_media_type
-            if media_type != "application/pdf":
-                raise UserError(
-                    f"Anthropic reads documents by URL only as PDF, and {item.url!r} is {media_type}; "
-                    "download it and pass it as BinaryContent"
+    def _user_item(self, item: UserContent) -> dict[str, Any] | None:
+        match item:
+            case str():
+                return {"type": "text", "text": item} if item else None
+            case TextContent():  # StructuredContent too: its rendered text
+                return {"type": "text", "text": item.content} if item.content else None
+            case BinaryContent():
+                return self._binary(item)
+            case ImageUrl():
+                self._no_download(item.force_download, "image-url", item.url)
+                return {"type": "image", "source": {"type": "url", "url": item.url}}
+            case DocumentUrl():
+                self._no_download(item.force_download, "document-url", item.url)
+                media_type = item.resolved_media_type
+                if media_type != "application/pdf":
+                    raise self._refuse(
+                        "document-url",
+                        f"Anthropic reads documents by URL only as PDF, and {item.url!r} is {media_type}; "
+                        "download it and pass it as BinaryContent",
+                    )
+                return _with_metadata(
+                    {"type": "document", "source": {"type": "url", "url": item.url}}, item.vendor_metadata
                 )
-            return _with_metadata(
-                {"type": "document", "source": {"type": "url", "url": item.url}}, item.vendor_metadata
-            )
-        if isinstance(item, UploadedFile):
-            return self._uploaded(item)
-        if isinstance(item, AudioUrl | VideoUrl):
-            raise UserError(f"Anthropic models do not accept {type(item).__name__} input")
-        raise UserError(f"unsupported user content {type(item).__name__} for Anthropic")
+            case UploadedFile():
+                return self._uploaded(item)
+            case AudioUrl():
+                raise self._refuse("audio-url", "Anthropic models do not accept AudioUrl input")
+            case VideoUrl():
+                raise self._refuse("video-url", "Anthropic models do not accept VideoUrl input")
+            case CachePoint():
+                # Only reachable from tool results (prompts mark the cache in `_request`): nothing to send.
+                return None
+            case _:
+                assert_never(item)
 
-    @staticmethod
-    def _no_download(force: object, what: str, url: str) -> None:
+    def _no_download(self, force: object, kind: str, url: str) -> None:
         if force:
-            raise UserError(
-                f"force_download is not done by the Anthropic codec: download the {what} at {url!r} "
-                "through the agent's URL policy and pass BinaryContent"
+            raise self._refuse(
+                kind,
+                f"force_download is not done by the Anthropic codec: download the file at {url!r} "
+                "through the agent's URL policy and pass BinaryContent",
             )
 
     def _binary(self, item: BinaryContent) -> dict[str, Any]:
@@ -543,8 +591,12 @@ class _Encoder:
             block = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
             return _with_metadata(block, item.vendor_metadata)
         if media_type.startswith("image/"):
-            raise UserError(f"Anthropic accepts JPEG, PNG, GIF and WebP images, not {media_type}")
-        raise UserError(f"Anthropic does not accept {media_type} content; send PDF, plain text or an image")
+            raise self._refuse(
+                "binary", f"Anthropic accepts JPEG, PNG, GIF and WebP images, not {media_type}"
+            )
+        raise self._refuse(
+            "binary", f"Anthropic does not accept {media_type} content; send PDF, plain text or an image"
+        )
 
     def _uploaded(self, item: UploadedFile) -> dict[str, Any]:
         if item.provider_name != PROVIDER_NAME:
@@ -602,44 +654,59 @@ class _Encoder:
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
             own = replay and part.provider_name in (None, PROVIDER_NAME)
-            if isinstance(part, TextPart):
-                if part.content:
-                    blocks.append({"type": "text", "text": part.content})
-            elif isinstance(part, ToolCallPart):
-                block: dict[str, Any] = {
-                    "type": "tool_use",
-                    "id": part.tool_call_id,
-                    "name": part.tool_name,
-                    "input": replay_args(part.args),
-                }
-                caller = (part.provider_details or {}).get("caller") if own else None
-                if isinstance(caller, dict):
-                    block["caller"] = caller
-                blocks.append(block)
-            elif isinstance(part, ThinkingPart):
-                if own:
-                    thinking = _thinking_block(part)
-                    if thinking is not None:
-                        blocks.append(thinking)
-                # Reasoning from another provider is never sent: it is not signed for this API.
-            elif isinstance(part, NativeToolCallPart):
-                if own and part.provider_name == PROVIDER_NAME:
-                    blocks.append(_native_call_block(part))
-            elif isinstance(part, NativeToolReturnPart):
-                if own and part.provider_name == PROVIDER_NAME:
-                    result = _native_result_block(part)
-                    if result is not None:
-                        blocks.append(result)
-            elif isinstance(part, CompactionPart):
-                if own and part.provider_name == PROVIDER_NAME:
-                    compaction: dict[str, Any] = {"type": "compaction", "content": part.content}
-                    encrypted = (part.provider_details or {}).get("encrypted_content")
-                    if isinstance(encrypted, str):
-                        compaction["encrypted_content"] = encrypted
-                    blocks.append(compaction)
-                    self.replayed_compaction = True
-            elif isinstance(part, FilePart):
-                pass  # generated files are not sent back to a model that cannot take them as output
+            match part:
+                case TextPart():
+                    if part.content:
+                        blocks.append({"type": "text", "text": part.content})
+                case ToolCallPart():
+                    block: dict[str, Any] = {
+                        "type": "tool_use",
+                        "id": part.tool_call_id,
+                        "name": part.tool_name,
+                        "input": replay_args(part.args),
+                    }
+                    caller = (part.provider_details or {}).get("caller") if own else None
+                    if isinstance(caller, dict):
+                        block["caller"] = caller
+                    blocks.append(block)
+                case ThinkingPart():
+                    if own:
+                        thinking = _thinking_block(part)
+                        if thinking is not None:
+                            blocks.append(thinking)
+                    # Reasoning from another provider is never sent: it is not signed for this API.
+                case NativeToolCallPart():
+                    if own and part.provider_name == PROVIDER_NAME:
+                        blocks.append(_native_call_block(part))
+                case NativeToolReturnPart():
+                    if own and part.provider_name == PROVIDER_NAME:
+                        result = _native_result_block(part)
+                        if result is not None:
+                            blocks.append(result)
+                case CompactionPart():
+                    if own and part.provider_name == PROVIDER_NAME:
+                        compaction: dict[str, Any] = {"type": "compaction", "content": part.content}
+                        encrypted = (part.provider_details or {}).get("encrypted_content")
+                        if isinstance(encrypted, str):
+                            compaction["encrypted_content"] = encrypted
+                        blocks.append(compaction)
+                        self.replayed_compaction = True
+                    elif part.content:
+                        # Another provider's readable summary is portable text.
+                        blocks.append({"type": "text", "text": part.content})
+                case SpeechPart():
+                    if part.transcript:
+                        blocks.append({"type": "text", "text": part.transcript})
+                    elif part.audio is not None:
+                        raise self._refuse(
+                            "speech",
+                            "the model's spoken answer has no transcript, and earlier model turns are sent "
+                            "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                        )
+                case FilePart():
+                    pass  # generated files are not sent back to a model that cannot take them as output
+                case _:
+                    assert_never(part)
         if any(b["type"] == "mcp_tool_use" for b in blocks):
             self.betas.add(BETA_MCP_CLIENT)
         self._append("assistant", blocks)

@@ -2,27 +2,34 @@
 
 Pure functions: no I/O, no clock. Everything an application could get wrong (a tool name Gemini
 rejects, a schema it cannot express, a foreign uploaded file, an unsupported setting combination)
-raises [`UserError`][ferrule.core.errors.UserError] here, before any request is sent.
+raises [`UserError`][ferrule.core.errors.UserError] here, before any request is sent; a part or
+content item Gemini has no way to take raises its subclass
+[`UnsupportedContentError`][ferrule.core.errors.UnsupportedContentError]. Every part kind is matched
+exhaustively: each is encoded, refused, or not sent for a reason docs/core.md gives.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
+from ferrule.core.errors import UnsupportedContentError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
+    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
+    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -32,9 +39,11 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
+    UserContent,
     UserPromptPart,
     VideoUrl,
     replay_args,
@@ -83,6 +92,13 @@ _OWNED_GENERATION: Final = frozenset(
         "responseJsonSchema",
     }
 )
+
+_URL_KINDS: Final[dict[type, str]] = {
+    ImageUrl: "image-url",
+    AudioUrl: "audio-url",
+    VideoUrl: "video-url",
+    DocumentUrl: "document-url",
+}
 
 _NATIVE_WIRE: Final = {
     "web_search": "googleSearch",
@@ -185,73 +201,95 @@ class _Encoder:
         else:
             self.contents.append({"role": role, "parts": parts})
 
+    def _refuse(self, kind: str, reason: str) -> UnsupportedContentError:
+        return UnsupportedContentError(
+            kind, provider=self.options.provider_name, model=self.options.model_name, reason=reason
+        )
+
     def _request(self, message: ModelRequest) -> None:
         parts: list[dict[str, Any]] = []
         for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                if part.content:
-                    self.system.append({"text": part.content})
-            elif isinstance(part, UserPromptPart):
-                if isinstance(part.content, str):
-                    parts.append({"text": part.content})
-                else:
-                    for item in part.content:
+            match part:
+                case SystemPromptPart():
+                    # Gemini has one system instruction: every system part joins it, in order.
+                    if part.content:
+                        self.system.append({"text": part.content})
+                case UserPromptPart():
+                    for item in part.iter_content():
                         encoded = self._user_item(item)
                         if encoded is not None:
                             parts.append(encoded)
-            elif isinstance(part, ToolReturnPart):
-                parts.extend(self._tool_return(part))
-            elif isinstance(part, RetryPromptPart):
-                if part.tool_name is None:
-                    parts.append({"text": part.model_response()})
-                else:
-                    parts.append(
-                        {
-                            "functionResponse": {
-                                "name": part.tool_name,
-                                "id": part.tool_call_id,
-                                "response": {"error": part.model_response()},
+                case ToolReturnPart():
+                    parts.extend(self._tool_return(part))
+                case RetryPromptPart():
+                    if part.tool_name is None:
+                        parts.append({"text": part.model_response()})
+                    else:
+                        parts.append(
+                            {
+                                "functionResponse": {
+                                    "name": part.tool_name,
+                                    "id": part.tool_call_id,
+                                    "response": {"error": part.model_response()},
+                                }
                             }
-                        }
-                    )
-            elif isinstance(part, RetryFeedbackPart):
-                parts.append({"text": part.model_response()})
-            elif isinstance(part, CompactionPart):
-                # An application-written summary of earlier history: plain user text to Gemini.
-                if part.content:
-                    parts.append({"text": part.content})
-            elif isinstance(part, SpeechPart) and part.transcript:
-                parts.append({"text": part.transcript})
-            # Instruction, tool-availability, capability and settings records are bookkeeping
-            # for the agent; they are never sent to a model.
+                        )
+                case RetryFeedbackPart():
+                    parts.append({"text": part.model_response()})
+                case CompactionPart():
+                    # An application-written summary of earlier history: plain user text to Gemini.
+                    if part.content:
+                        parts.append({"text": part.content})
+                case SpeechPart():
+                    if part.transcript:
+                        parts.append({"text": part.transcript})
+                    elif part.audio is not None:
+                        parts.append(self._binary(part.audio))
+                case (
+                    ToolAvailabilityDeltaPart()
+                    | CapabilityLoadDeltaPart()
+                    | ModelSettingsDeltaPart()
+                    | InstructionDeltaPart()
+                    | InstructionBaselinePart()
+                ):
+                    pass  # records of how the call's configuration changed; the call carries it (never sent)
+                case _:
+                    assert_never(part)
         self._append("user", parts)
 
-    def _user_item(self, item: object) -> dict[str, Any] | None:
-        if isinstance(item, str):
-            return {"text": item}
-        if isinstance(item, TextContent):
-            return {"text": item.content}
-        if isinstance(item, CachePoint):
-            # Gemini caches prefixes implicitly or through cachedContents (extra_body cachedContent).
-            return None
-        if isinstance(item, BinaryContent):
-            return self._with_metadata(
-                {"inlineData": {"mimeType": _media_type(item.media_type), "data": item.base64}},
-                item.vendor_metadata,
-                video=item.is_video,
-            )
-        if isinstance(item, ImageUrl | AudioUrl | VideoUrl | DocumentUrl):
-            return self._file_url(item)
-        if isinstance(item, UploadedFile):
-            return self._uploaded(item)
-        raise UserError(f"unsupported user content {type(item).__name__} for Gemini")
+    def _user_item(self, item: UserContent) -> dict[str, Any] | None:
+        match item:
+            case str():
+                return {"text": item}
+            case TextContent():  # StructuredContent too: its rendered text
+                return {"text": item.content}
+            case CachePoint():
+                # Gemini caches prefixes implicitly or through cachedContents (extra_body cachedContent).
+                return None
+            case BinaryContent():
+                return self._binary(item)
+            case ImageUrl() | AudioUrl() | VideoUrl() | DocumentUrl():
+                return self._file_url(item)
+            case UploadedFile():
+                return self._uploaded(item)
+            case _:
+                assert_never(item)
+
+    def _binary(self, item: BinaryContent) -> dict[str, Any]:
+        return self._with_metadata(
+            {"inlineData": {"mimeType": _media_type(item.media_type), "data": item.base64}},
+            item.vendor_metadata,
+            video=item.is_video,
+        )
 
     def _file_url(self, item: ImageUrl | AudioUrl | VideoUrl | DocumentUrl) -> dict[str, Any]:
         url = item.url
+        kind = _URL_KINDS[type(item)]
         if item.force_download:
-            raise UserError(
+            raise self._refuse(
+                kind,
                 f"force_download is not done by the Gemini codec: download {url!r} through the agent's "
-                "URL policy and pass BinaryContent"
+                "URL policy and pass BinaryContent",
             )
         allowed = (
             url.startswith(("https://", "gs://"))
@@ -262,9 +300,10 @@ class _Encoder:
             where = "the Gemini API reads only YouTube URLs and uploaded files by reference"
             if self.options.file_urls == "any":
                 where = "Vertex AI reads https:// and gs:// URLs"
-            raise UserError(
+            raise self._refuse(
+                kind,
                 f"cannot send {type(item).__name__} {url!r} by reference: {where}; download it and pass "
-                "BinaryContent, or upload it with GoogleProvider.upload_file"
+                "BinaryContent, or upload it with GoogleProvider.upload_file",
             )
         return self._with_metadata(
             {"fileData": {"fileUri": url, "mimeType": _media_type(item.resolved_media_type)}},
@@ -349,31 +388,44 @@ class _Encoder:
         for part in message.parts:
             signature = _signature(part) if replay else None
             encoded: dict[str, Any] | None = None
-            if isinstance(part, TextPart):
-                encoded = {"text": part.content}
-            elif isinstance(part, ThinkingPart):
-                # Reasoning is sent back only to the model that produced it (it is not portable).
-                if replay:
+            match part:
+                case TextPart():
+                    encoded = {"text": part.content}
+                case ThinkingPart():
+                    # Reasoning is sent back only to the model that produced it (it is not portable).
+                    if replay:
+                        if part.content:
+                            encoded = {"text": part.content, "thought": True}
+                        elif signature:
+                            encoded = {"text": ""}
+                case ToolCallPart():
+                    call: dict[str, Any] = {"name": part.tool_name, "args": replay_args(part.args)}
+                    if part.tool_call_id:
+                        call["id"] = part.tool_call_id
+                    encoded = {"functionCall": call}
+                case NativeToolCallPart() | NativeToolReturnPart():
+                    if replay and part.provider_name in (None, self.options.provider_name):
+                        encoded = _native_part(part)
+                case FilePart():
+                    data: dict[str, Any] = {"mimeType": part.content.media_type, "data": part.content.base64}
+                    encoded = {"inlineData": data}
+                    if replay and (part.provider_details or {}).get("thought") is True:
+                        encoded["thought"] = True
+                case SpeechPart():
+                    if part.transcript:
+                        encoded = {"text": part.transcript}
+                    elif part.audio is not None:
+                        raise self._refuse(
+                            "speech",
+                            "the model's spoken answer has no transcript, and earlier model turns are sent "
+                            "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                        )
+                case CompactionPart():
+                    # Gemini has no compaction of its own: a readable summary is sent as model text.
                     if part.content:
-                        encoded = {"text": part.content, "thought": True}
-                    elif signature:
-                        encoded = {"text": ""}
-            elif isinstance(part, ToolCallPart):
-                call: dict[str, Any] = {"name": part.tool_name, "args": replay_args(part.args)}
-                if part.tool_call_id:
-                    call["id"] = part.tool_call_id
-                encoded = {"functionCall": call}
-            elif isinstance(part, NativeToolCallPart | NativeToolReturnPart):
-                if replay and part.provider_name in (None, self.options.provider_name):
-                    encoded = _native_part(part)
-            elif isinstance(part, FilePart):
-                data: dict[str, Any] = {"mimeType": part.content.media_type, "data": part.content.base64}
-                encoded = {"inlineData": data}
-                if replay and (part.provider_details or {}).get("thought") is True:
-                    encoded["thought"] = True
-            elif isinstance(part, SpeechPart) and part.transcript:
-                encoded = {"text": part.transcript}
-            # CompactionPart from a response: provider-specific, and Gemini has none.
+                        encoded = {"text": part.content}
+                case _:
+                    assert_never(part)
             if encoded is None:
                 continue
             if signature:

@@ -20,6 +20,12 @@ from ferrule.core.messages import (
 
 MULTIMODAL = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile)
 
+UNTRANSCRIBED_SPEECH = (
+    "the model's spoken answer has no transcript, and earlier model turns are sent as text; "
+    "transcribe the audio into SpeechPart.transcript or drop the part"
+)
+"""Why a model's speech without a transcript cannot be replayed."""
+
 
 def is_text_like(media_type: str) -> bool:
     """Whether a media type is text that is better inlined than sent as a file."""
@@ -86,12 +92,10 @@ def extension(media_type: str) -> str:
     return guessed.lstrip(".") if guessed else "bin"
 
 
-def audio_format(media_type: str) -> str:
-    """The `input_audio.format` for an audio media type; only WAV and MP3 are accepted by OpenAI."""
+def audio_format(media_type: str) -> str | None:
+    """The `input_audio.format` for an audio media type, or `None`: only WAV and MP3 are accepted."""
     fmt = extension(media_type)
-    if fmt not in ("wav", "mp3"):
-        raise UserError(f"audio of type {media_type!r} cannot be sent to OpenAI; convert it to WAV or MP3")
-    return fmt
+    return fmt if fmt in ("wav", "mp3") else None
 
 
 def split_tool_content(content: object) -> tuple[Any, list[Any]]:

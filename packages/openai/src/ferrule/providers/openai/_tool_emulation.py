@@ -262,13 +262,16 @@ def _rewrite_request_part(part: ModelRequestPart) -> ModelRequestPart:
     # No call IDs in the text: they are random, and random tokens in the prompt make a small model's
     # greedy answer vary from run to run (measured: an occasional tool-call loop with them, none
     # without). Emulated turns hold one call each, so results follow their call unambiguously.
-    if isinstance(part, ToolReturnPart):
-        text = f"Result of the tool {part.tool_name}:\n{part.model_response_str()}"
-        return UserPromptPart(content=text, timestamp=part.timestamp)
-    if isinstance(part, RetryPromptPart) and part.tool_name is not None:
-        text = f"The call of the tool {part.tool_name} failed:\n{part.model_response()}"
-        return UserPromptPart(content=text, timestamp=part.timestamp)
-    return part
+    match part:
+        case ToolReturnPart():
+            text = f"Result of the tool {part.tool_name}:\n{part.model_response_str()}"
+            return UserPromptPart(content=text, timestamp=part.timestamp)
+        case RetryPromptPart(tool_name=str(tool_name)):
+            text = f"The call of the tool {tool_name} failed:\n{part.model_response()}"
+            return UserPromptPart(content=text, timestamp=part.timestamp)
+        case _:
+            # Parts not bound to a tool call: the Chat codec encodes (or refuses) every other kind.
+            return part
 
 
 def _rewrite_history(messages: Sequence[Message]) -> list[Message]:

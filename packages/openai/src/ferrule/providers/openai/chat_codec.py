@@ -23,25 +23,36 @@ Decoding notes:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ProviderError, ResponseDecodeError, UserError
+from ferrule.core.errors import ProviderError, ResponseDecodeError, UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
+    CapabilityLoadDeltaPart,
+    CompactionPart,
     DocumentUrl,
+    FilePart,
     ImageUrl,
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     ModelResponse,
     ModelResponsePart,
+    ModelSettingsDeltaPart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
     RetryPromptPart,
+    SpeechPart,
     SystemPromptPart,
     TextContent,
     TextPart,
     ThinkingPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -78,6 +89,7 @@ from ._common import (
     timestamp,
 )
 from ._content import (
+    UNTRANSCRIBED_SPEECH,
     audio_format,
     check_uploaded_here,
     extension,
@@ -147,85 +159,119 @@ def _image_url(url: str, vendor_metadata: dict[str, Any] | None) -> dict[str, An
     return {"type": "image_url", "image_url": image}
 
 
-def _content_item(item: UserContent, dialect: ChatDialect, provider_name: str) -> dict[str, Any] | None:
-    if isinstance(item, str):
-        return {"type": "text", "text": item}
-    if isinstance(item, TextContent):
-        return {"type": "text", "text": item.content}
-    if isinstance(item, CachePoint):
-        return None
-    if isinstance(item, ImageUrl):
-        if item.force_download:
-            raise UserError(f"image {item.url!r} must be downloaded before encoding (force_download is set)")
-        return _image_url(item.url, item.vendor_metadata)
-    if isinstance(item, BinaryContent):
-        if is_text_like(item.media_type):
-            return {"type": "text", "text": inline_text_file(item)}
-        if item.is_image:
-            return _image_url(item.data_uri, item.vendor_metadata)
-        if item.is_audio:
-            data = item.data_uri if dialect.audio_data_uri else item.base64
-            return {
-                "type": "input_audio",
-                "input_audio": {"data": data, "format": audio_format(item.media_type)},
-            }
-        if item.is_video:
-            raise UserError(
-                "Chat Completions does not take video input; use a provider whose profile accepts video"
-            )
-        return {
-            "type": "file",
-            "file": {"file_data": item.data_uri, "filename": f"filename.{extension(item.media_type)}"},
-        }
-    if isinstance(item, DocumentUrl):
-        if dialect.file_urls and not item.force_download:
+def _refuse(kind: str, provider_name: str, model_name: str, reason: str) -> UnsupportedContentError:
+    return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
+
+
+def _content_item(
+    item: UserContent, dialect: ChatDialect, provider_name: str, model_name: str
+) -> dict[str, Any] | None:
+    match item:
+        case str():
+            return {"type": "text", "text": item}
+        case TextContent():  # StructuredContent too: its rendered text
+            return {"type": "text", "text": item.content}
+        case CachePoint():
+            return None  # OpenAI-style servers cache prompt prefixes themselves (documented as not sent)
+        case ImageUrl():
+            if item.force_download:
+                raise _refuse(
+                    "image-url",
+                    provider_name,
+                    model_name,
+                    f"image {item.url!r} must be downloaded before encoding (force_download is set)",
+                )
+            return _image_url(item.url, item.vendor_metadata)
+        case BinaryContent():
+            if is_text_like(item.media_type):
+                return {"type": "text", "text": inline_text_file(item)}
+            if item.is_image:
+                return _image_url(item.data_uri, item.vendor_metadata)
+            if item.is_audio:
+                fmt = audio_format(item.media_type)
+                if fmt is None:
+                    raise _refuse(
+                        "binary",
+                        provider_name,
+                        model_name,
+                        f"audio of type {item.media_type!r} cannot be sent to Chat Completions; "
+                        "convert it to WAV or MP3",
+                    )
+                data = item.data_uri if dialect.audio_data_uri else item.base64
+                return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
+            if item.is_video:
+                raise _refuse(
+                    "binary",
+                    provider_name,
+                    model_name,
+                    "Chat Completions does not take video input; use a provider whose profile accepts video",
+                )
             return {
                 "type": "file",
-                "file": {
-                    "file_data": item.url,
-                    "filename": f"filename.{extension(item.resolved_media_type)}",
-                },
+                "file": {"file_data": item.data_uri, "filename": f"filename.{extension(item.media_type)}"},
             }
-        raise UserError(
-            f"document {item.url!r} must be downloaded before a Chat Completions request; "
-            "OpenAI's Chat API takes documents only as bytes (the model clients download it for you)"
-        )
-    if isinstance(item, AudioUrl):
-        raise UserError(
-            f"audio {item.url!r} must be downloaded before a Chat Completions request; "
-            "the API takes audio only as bytes (the model clients download it for you)"
-        )
-    if isinstance(item, VideoUrl):
-        if dialect.file_urls:
-            return {"type": "video_url", "video_url": {"url": item.url}}
-        raise UserError(
-            "Chat Completions does not take video input; use a provider whose profile accepts video"
-        )
-    if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
-        check_uploaded_here(item, provider_name)
-        if item.media_type and item.media_type.startswith("image/"):
-            raise UserError(
-                "Chat Completions cannot reference an uploaded image by file_id; send the image bytes or a URL, "
-                "or use OpenAIResponsesModel"
+        case DocumentUrl():
+            if dialect.file_urls and not item.force_download:
+                return {
+                    "type": "file",
+                    "file": {
+                        "file_data": item.url,
+                        "filename": f"filename.{extension(item.resolved_media_type)}",
+                    },
+                }
+            raise _refuse(
+                "document-url",
+                provider_name,
+                model_name,
+                f"document {item.url!r} must be downloaded before a Chat Completions request; "
+                "OpenAI's Chat API takes documents only as bytes (the model clients download it for you)",
             )
-        return {"type": "file", "file": {"file_id": item.file_id}}
-    raise UserError(f"unsupported user content {type(item).__name__}")  # pragma: no cover
+        case AudioUrl():
+            raise _refuse(
+                "audio-url",
+                provider_name,
+                model_name,
+                f"audio {item.url!r} must be downloaded before a Chat Completions request; "
+                "the API takes audio only as bytes (the model clients download it for you)",
+            )
+        case VideoUrl():
+            if dialect.file_urls:
+                return {"type": "video_url", "video_url": {"url": item.url}}
+            raise _refuse(
+                "video-url",
+                provider_name,
+                model_name,
+                "Chat Completions does not take video input; use a provider whose profile accepts video",
+            )
+        case UploadedFile():
+            check_uploaded_here(item, provider_name)
+            if item.media_type and item.media_type.startswith("image/"):
+                raise _refuse(
+                    "uploaded-file",
+                    provider_name,
+                    model_name,
+                    "Chat Completions cannot reference an uploaded image by file_id; send the image bytes or "
+                    "a URL, or use OpenAIResponsesModel",
+                )
+            return {"type": "file", "file": {"file_id": item.file_id}}
+        case _:
+            assert_never(item)
 
 
-def _user_message(part: UserPromptPart, dialect: ChatDialect, provider_name: str) -> dict[str, Any]:
-    if isinstance(part.content, str):
-        return {"role": "user", "content": part.content}
-    content = [
-        c for c in (_content_item(item, dialect, provider_name) for item in part.content) if c is not None
-    ]
-    return {"role": "user", "content": content}
+def _user_content(
+    items: Iterable[UserContent], dialect: ChatDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    mapped = (_content_item(item, dialect, provider_name, model_name) for item in items)
+    return [c for c in mapped if c is not None]
 
 
-def _files_message(files: Sequence[Any], dialect: ChatDialect, provider_name: str) -> dict[str, Any]:
+def _files_message(
+    files: Sequence[Any], dialect: ChatDialect, provider_name: str, model_name: str
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for item in files:
         content.append({"type": "text", "text": f"This is file {identifier(item)}:"})
-        mapped = _content_item(item, dialect, provider_name)
+        mapped = _content_item(item, dialect, provider_name, model_name)
         if mapped is not None:
             content.append(mapped)
     return {"role": "user", "content": content}
@@ -247,25 +293,38 @@ def _assistant_message(
     same_provider = replayable_to(response, provider_name)
     same_model = replayable_to(response, provider_name, model_name)
     for part in response.parts:
-        if isinstance(part, TextPart):
-            texts.append(part.content)
-        elif isinstance(part, ToolCallPart):
-            tool_calls.append(
-                {
-                    "id": part.tool_call_id,
-                    "type": "function",
-                    "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
-                }
-            )
-        elif isinstance(part, ThinkingPart):
-            owner_ok = part.provider_name in (None, provider_name) and same_provider
-            if owner_ok and part.content:
-                thinking.append(part.content)
-            if owner_ok and same_model and dialect.reasoning_details and part.provider_details:
-                raw = part.provider_details.get("reasoning_details")
-                if isinstance(raw, list):
-                    details.extend(raw)  # pyright: ignore[reportUnknownArgumentType]
-        # Native tool parts, files and compactions have no Chat Completions representation.
+        match part:
+            case TextPart():
+                texts.append(part.content)
+            case ToolCallPart():
+                tool_calls.append(
+                    {
+                        "id": part.tool_call_id,
+                        "type": "function",
+                        "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
+                    }
+                )
+            case ThinkingPart():
+                owner_ok = part.provider_name in (None, provider_name) and same_provider
+                if owner_ok and part.content:
+                    thinking.append(part.content)
+                if owner_ok and same_model and dialect.reasoning_details and part.provider_details:
+                    raw = part.provider_details.get("reasoning_details")
+                    if isinstance(raw, list):
+                        details.extend(raw)  # pyright: ignore[reportUnknownArgumentType]
+            case SpeechPart():
+                if part.transcript:
+                    texts.append(part.transcript)
+                elif part.audio is not None:
+                    raise _refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
+            case CompactionPart():
+                # A readable summary is portable; an encrypted one is only for the API that made it.
+                if part.content:
+                    texts.append(part.content)
+            case NativeToolCallPart() | NativeToolReturnPart() | FilePart():
+                pass  # no Chat Completions representation; the answer that used them is sent
+            case _:
+                assert_never(part)
     message: dict[str, Any] = {"role": "assistant"}
     if texts:
         message["content"] = "\n\n".join(texts)
@@ -298,33 +357,64 @@ def _messages(
             continue
         pending_files: list[Any] = []
         for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                messages.append({"role": system_role, "content": part.content})
-            elif isinstance(part, UserPromptPart):
-                messages.append(_user_message(part, dialect, provider_name))
-            elif isinstance(part, ToolReturnPart):
-                content, files = split_tool_content(part.content)
-                if files:
-                    names = ", ".join(identifier(f) for f in files)
-                    text = (
-                        f"See file {names}"
-                        if content is None
-                        else f"{_tool_text(content)}\n\nSee file {names}"
+            match part:
+                case SystemPromptPart():
+                    messages.append({"role": system_role, "content": part.content})
+                case UserPromptPart():
+                    content: str | list[dict[str, Any]] = (
+                        part.content
+                        if isinstance(part.content, str)
+                        else _user_content(part.content, dialect, provider_name, model_name)
                     )
-                    pending_files.extend(files)
-                else:
-                    text = _tool_text(content)
-                messages.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": text})
-            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportUnnecessaryIsInstance]
-                if part.tool_name is None:
+                    messages.append({"role": "user", "content": content})
+                case ToolReturnPart():
+                    tool_content, files = split_tool_content(part.content)
+                    if files:
+                        names = ", ".join(identifier(f) for f in files)
+                        text = (
+                            f"See file {names}"
+                            if tool_content is None
+                            else f"{_tool_text(tool_content)}\n\nSee file {names}"
+                        )
+                        pending_files.extend(files)
+                    else:
+                        text = _tool_text(tool_content)
+                    messages.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": text})
+                case RetryPromptPart():
+                    if part.tool_name is None:
+                        messages.append({"role": "user", "content": part.model_response()})
+                    else:
+                        messages.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": part.tool_call_id,
+                                "content": part.model_response(),
+                            }
+                        )
+                case RetryFeedbackPart():
                     messages.append({"role": "user", "content": part.model_response()})
-                else:
-                    messages.append(
-                        {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
-                    )
+                case SpeechPart():
+                    if part.transcript:
+                        messages.append({"role": "user", "content": part.transcript})
+                    elif part.audio is not None:
+                        audio = _user_content([part.audio], dialect, provider_name, model_name)
+                        messages.append({"role": "user", "content": audio})
+                case CompactionPart():
+                    if part.content:
+                        messages.append({"role": "user", "content": part.content})
+                case (
+                    ToolAvailabilityDeltaPart()
+                    | CapabilityLoadDeltaPart()
+                    | ModelSettingsDeltaPart()
+                    | InstructionDeltaPart()
+                    | InstructionBaselinePart()
+                ):
+                    pass  # records of how the call's configuration changed; the call carries it (never sent)
+                case _:
+                    assert_never(part)
         if pending_files:
             # Tool messages carry text only; media from tool results follows them as a user message.
-            messages.append(_files_message(pending_files, dialect, provider_name))
+            messages.append(_files_message(pending_files, dialect, provider_name, model_name))
     if dialect.merge_system_messages:
         messages = _merge_leading_system(messages, system_role)
     return messages
@@ -449,8 +539,8 @@ def build_request(
     `provider_name` selects which reasoning parts and uploaded files may be replayed and which
     `ModelSettings.extra_body` entry applies; `extra_owned_keys` are further body keys the caller
     encodes itself (e.g. OpenRouter's typed `provider` routing) and that `extra_body` may not set.
-    Raises `UserError` for input this endpoint cannot take (e.g. audio by URL, which must be
-    downloaded first).
+    Raises `UnsupportedContentError` for a part or content item this endpoint cannot take (e.g. audio
+    by URL, which must be downloaded first), and `UserError` for other input it would reject.
     """
     dialect = dialect or _DEFAULT_DIALECT
     settings = call.settings

@@ -20,31 +20,43 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Iterable
+from typing import Any, assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ErrorCategory, ProviderError, ResponseDecodeError, UserError
+from ferrule.core.errors import (
+    ErrorCategory,
+    ProviderError,
+    ResponseDecodeError,
+    UnsupportedContentError,
+    UserError,
+)
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
+    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    ModelRequest,
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     ModelResponse,
     ModelResponsePart,
+    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
+    RetryFeedbackPart,
     RetryPromptPart,
+    SpeechPart,
     SystemPromptPart,
     TextContent,
     TextPart,
     ThinkingPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -81,6 +93,7 @@ from ._common import (
     timestamp,
 )
 from ._content import (
+    UNTRANSCRIBED_SPEECH,
     check_uploaded_here,
     extension,
     identifier,
@@ -140,58 +153,74 @@ NATIVE_TOOL_NAMES = {
 # --- encoding ------------------------------------------------------------------------------------
 
 
-def _input_item(item: UserContent, provider_name: str) -> dict[str, Any] | None:
-    if isinstance(item, str):
-        return {"type": "input_text", "text": item}
-    if isinstance(item, TextContent):
-        return {"type": "input_text", "text": item.content}
-    if isinstance(item, CachePoint):
-        return None
-    if isinstance(item, ImageUrl):
-        if item.force_download:
-            raise UserError(f"image {item.url!r} must be downloaded before encoding (force_download is set)")
-        image: dict[str, Any] = {"type": "input_image", "image_url": item.url, "detail": "auto"}
-        if item.vendor_metadata and "detail" in item.vendor_metadata:
-            image["detail"] = item.vendor_metadata["detail"]
-        return image
-    if isinstance(item, BinaryContent):
-        if is_text_like(item.media_type):
-            return {"type": "input_text", "text": inline_text_file(item)}
-        if item.is_image:
-            image = {"type": "input_image", "image_url": item.data_uri, "detail": "auto"}
-            if item.vendor_metadata and "detail" in item.vendor_metadata:
-                image["detail"] = item.vendor_metadata["detail"]
-            return image
-        if item.is_audio or item.is_video:
-            raise UserError(
-                "the Responses API does not take audio or video input; use OpenAIChatModel for audio"
-            )
-        return {
-            "type": "input_file",
-            "file_data": item.data_uri,
-            "filename": f"filename.{extension(item.media_type)}",
-        }
-    if isinstance(item, DocumentUrl):
-        if item.force_download:
-            raise UserError(
-                f"document {item.url!r} must be downloaded before encoding (force_download is set)"
-            )
-        return {"type": "input_file", "file_url": item.url}
-    if isinstance(item, AudioUrl | VideoUrl):
-        raise UserError("the Responses API does not take audio or video input; use OpenAIChatModel for audio")
-    if isinstance(item, UploadedFile):  # pyright: ignore[reportUnnecessaryIsInstance]
-        check_uploaded_here(item, provider_name)
-        if item.media_type and item.media_type.startswith("image/"):
-            return {"type": "input_image", "file_id": item.file_id, "detail": "auto"}
-        return {"type": "input_file", "file_id": item.file_id}
-    raise UserError(f"unsupported user content {type(item).__name__}")  # pragma: no cover
+def _refuse(kind: str, provider_name: str, model_name: str, reason: str) -> UnsupportedContentError:
+    return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
 
 
-def _user_item(part: UserPromptPart, provider_name: str) -> dict[str, Any]:
-    if isinstance(part.content, str):
-        return {"role": "user", "content": part.content}
-    content = [c for c in (_input_item(item, provider_name) for item in part.content) if c is not None]
-    return {"role": "user", "content": content}
+_NO_AUDIO_VIDEO = "the Responses API does not take audio or video input; use OpenAIChatModel for audio"
+
+
+def _image(url_or_id: dict[str, Any], vendor_metadata: dict[str, Any] | None) -> dict[str, Any]:
+    image: dict[str, Any] = {"type": "input_image", **url_or_id, "detail": "auto"}
+    if vendor_metadata and "detail" in vendor_metadata:
+        image["detail"] = vendor_metadata["detail"]
+    return image
+
+
+def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[str, Any] | None:
+    match item:
+        case str():
+            return {"type": "input_text", "text": item}
+        case TextContent():  # StructuredContent too: its rendered text
+            return {"type": "input_text", "text": item.content}
+        case CachePoint():
+            return None  # OpenAI caches prompt prefixes itself (documented as not sent)
+        case ImageUrl():
+            if item.force_download:
+                raise _refuse(
+                    "image-url",
+                    provider_name,
+                    model_name,
+                    f"image {item.url!r} must be downloaded before encoding (force_download is set)",
+                )
+            return _image({"image_url": item.url}, item.vendor_metadata)
+        case BinaryContent():
+            if is_text_like(item.media_type):
+                return {"type": "input_text", "text": inline_text_file(item)}
+            if item.is_image:
+                return _image({"image_url": item.data_uri}, item.vendor_metadata)
+            if item.is_audio or item.is_video:
+                raise _refuse("binary", provider_name, model_name, _NO_AUDIO_VIDEO)
+            return {
+                "type": "input_file",
+                "file_data": item.data_uri,
+                "filename": f"filename.{extension(item.media_type)}",
+            }
+        case DocumentUrl():
+            if item.force_download:
+                raise _refuse(
+                    "document-url",
+                    provider_name,
+                    model_name,
+                    f"document {item.url!r} must be downloaded before encoding (force_download is set)",
+                )
+            return {"type": "input_file", "file_url": item.url}
+        case AudioUrl():
+            raise _refuse("audio-url", provider_name, model_name, _NO_AUDIO_VIDEO)
+        case VideoUrl():
+            raise _refuse("video-url", provider_name, model_name, _NO_AUDIO_VIDEO)
+        case UploadedFile():
+            check_uploaded_here(item, provider_name)
+            if item.media_type and item.media_type.startswith("image/"):
+                return {"type": "input_image", "file_id": item.file_id, "detail": "auto"}
+            return {"type": "input_file", "file_id": item.file_id}
+        case _:
+            assert_never(item)
+
+
+def _user_content(items: Iterable[UserContent], provider_name: str, model_name: str) -> list[dict[str, Any]]:
+    mapped = (_input_item(item, provider_name, model_name) for item in items)
+    return [c for c in mapped if c is not None]
 
 
 def _tool_text(content: Any) -> str:
@@ -232,48 +261,61 @@ def _assistant_items(
     with_ids = same and dialect.replay_item_ids
     items: list[dict[str, Any]] = []
     for part in response.parts:
-        if isinstance(part, TextPart):
-            if with_ids and part.id:
-                message: dict[str, Any] = {
-                    "type": "message",
-                    "role": "assistant",
-                    "id": part.id,
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": part.content, "annotations": []}],
+        match part:
+            case TextPart():
+                if with_ids and part.id:
+                    message: dict[str, Any] = {
+                        "type": "message",
+                        "role": "assistant",
+                        "id": part.id,
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": part.content, "annotations": []}],
+                    }
+                    phase = (part.provider_details or {}).get("phase")
+                    if isinstance(phase, str):
+                        message["phase"] = phase
+                    items.append(message)
+                else:
+                    items.append({"role": "assistant", "content": part.content})
+            case ToolCallPart():
+                call: dict[str, Any] = {
+                    "type": "function_call",
+                    "call_id": part.tool_call_id,
+                    "name": part.tool_name,
+                    "arguments": part.args_as_json_str(),
                 }
-                phase = (part.provider_details or {}).get("phase")
-                if isinstance(phase, str):
-                    message["phase"] = phase
-                items.append(message)
-            else:
-                items.append({"role": "assistant", "content": part.content})
-        elif isinstance(part, ToolCallPart):
-            call: dict[str, Any] = {
-                "type": "function_call",
-                "call_id": part.tool_call_id,
-                "name": part.tool_name,
-                "arguments": part.args_as_json_str(),
-            }
-            if with_ids and part.id:
-                call["id"] = part.id
-            items.append(call)
-        elif isinstance(part, ThinkingPart):
-            if same and part.provider_name in (None, provider_name):
-                reasoning = _reasoning_item(part, dialect)
-                if reasoning is not None:
-                    items.append(reasoning)
-        elif isinstance(part, NativeToolCallPart):
-            raw = (part.provider_details or {}).get("item")
-            if same and isinstance(raw, dict):
-                items.append(raw)  # pyright: ignore[reportUnknownArgumentType]
-        elif isinstance(part, CompactionPart):
-            encrypted = (part.provider_details or {}).get("encrypted_content")
-            if same and isinstance(encrypted, str):
-                compaction: dict[str, Any] = {"type": "compaction", "encrypted_content": encrypted}
-                if part.id:
-                    compaction["id"] = part.id
-                items.append(compaction)
-        # Native tool returns travel inside their call's item; generated files are not replayed.
+                if with_ids and part.id:
+                    call["id"] = part.id
+                items.append(call)
+            case ThinkingPart():
+                if same and part.provider_name in (None, provider_name):
+                    reasoning = _reasoning_item(part, dialect)
+                    if reasoning is not None:
+                        items.append(reasoning)
+            case NativeToolCallPart():
+                # The provider's own item, which also carries the tool's result.
+                raw = (part.provider_details or {}).get("item")
+                if same and isinstance(raw, dict):
+                    items.append(raw)  # pyright: ignore[reportUnknownArgumentType]
+            case CompactionPart():
+                encrypted = (part.provider_details or {}).get("encrypted_content")
+                if same and isinstance(encrypted, str):
+                    compaction: dict[str, Any] = {"type": "compaction", "encrypted_content": encrypted}
+                    if part.id:
+                        compaction["id"] = part.id
+                    items.append(compaction)
+                elif part.content:
+                    # Another provider's readable summary is portable text.
+                    items.append({"role": "assistant", "content": part.content})
+            case SpeechPart():
+                if part.transcript:
+                    items.append({"role": "assistant", "content": part.transcript})
+                elif part.audio is not None:
+                    raise _refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
+            case NativeToolReturnPart() | FilePart():
+                pass  # results travel inside their call's item; generated files are not replayed
+            case _:
+                assert_never(part)
     return items
 
 
@@ -285,42 +327,74 @@ def _input(
         if isinstance(message, ModelResponse):
             items.extend(_assistant_items(message, dialect, provider_name, model_name))
             continue
-        assert isinstance(message, ModelRequest)
         files: list[Any] = []
         for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                items.append({"role": "system", "content": part.content})
-            elif isinstance(part, UserPromptPart):
-                items.append(_user_item(part, provider_name))
-            elif isinstance(part, ToolReturnPart):
-                content, media = split_tool_content(part.content)
-                if media:
-                    names = ", ".join(identifier(m) for m in media)
-                    text = (
-                        f"See file {names}"
-                        if content is None
-                        else f"{_tool_text(content)}\n\nSee file {names}"
+            match part:
+                case SystemPromptPart():
+                    items.append({"role": "system", "content": part.content})
+                case UserPromptPart():
+                    content: str | list[dict[str, Any]] = (
+                        part.content
+                        if isinstance(part.content, str)
+                        else _user_content(part.content, provider_name, model_name)
                     )
-                    files.extend(media)
-                else:
-                    text = _tool_text(content)
-                items.append({"type": "function_call_output", "call_id": part.tool_call_id, "output": text})
-            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportUnnecessaryIsInstance]
-                if part.tool_name is None:
-                    items.append({"role": "user", "content": part.model_response()})
-                else:
+                    items.append({"role": "user", "content": content})
+                case ToolReturnPart():
+                    tool_content, media = split_tool_content(part.content)
+                    if media:
+                        names = ", ".join(identifier(m) for m in media)
+                        text = (
+                            f"See file {names}"
+                            if tool_content is None
+                            else f"{_tool_text(tool_content)}\n\nSee file {names}"
+                        )
+                        files.extend(media)
+                    else:
+                        text = _tool_text(tool_content)
                     items.append(
-                        {
-                            "type": "function_call_output",
-                            "call_id": part.tool_call_id,
-                            "output": part.model_response(),
-                        }
+                        {"type": "function_call_output", "call_id": part.tool_call_id, "output": text}
                     )
+                case RetryPromptPart():
+                    if part.tool_name is None:
+                        items.append({"role": "user", "content": part.model_response()})
+                    else:
+                        items.append(
+                            {
+                                "type": "function_call_output",
+                                "call_id": part.tool_call_id,
+                                "output": part.model_response(),
+                            }
+                        )
+                case RetryFeedbackPart():
+                    items.append({"role": "user", "content": part.model_response()})
+                case SpeechPart():
+                    if part.transcript:
+                        items.append({"role": "user", "content": part.transcript})
+                    elif part.audio is not None:
+                        raise _refuse(
+                            "speech",
+                            provider_name,
+                            model_name,
+                            "the user's speech has no transcript, and " + _NO_AUDIO_VIDEO,
+                        )
+                case CompactionPart():
+                    if part.content:
+                        items.append({"role": "user", "content": part.content})
+                case (
+                    ToolAvailabilityDeltaPart()
+                    | CapabilityLoadDeltaPart()
+                    | ModelSettingsDeltaPart()
+                    | InstructionDeltaPart()
+                    | InstructionBaselinePart()
+                ):
+                    pass  # records of how the call's configuration changed; the call carries it (never sent)
+                case _:
+                    assert_never(part)
         if files:
             file_content: list[dict[str, Any]] = []
             for media in files:
                 file_content.append({"type": "input_text", "text": f"This is file {identifier(media)}:"})
-                mapped = _input_item(media, provider_name)
+                mapped = _input_item(media, provider_name, model_name)
                 if mapped is not None:
                     file_content.append(mapped)
             items.append({"role": "user", "content": file_content})
