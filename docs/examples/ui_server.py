@@ -32,15 +32,49 @@ from starlette.staticfiles import StaticFiles
 from ferrule.agent import Agent, AgentStreamEvent, FunctionToolResultEvent
 from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from ferrule.core.messages import Message, ModelRequest, ToolReturnPart, UserPromptPart
-from ferrule.ui import CustomValue, OnDisconnect, custom_value
-from ferrule.ui import ag_ui, vercel
+from ferrule.ui import CustomValue, OnDisconnect, ag_ui, custom_value, vercel
 
 WEB = Path(__file__).resolve().parent / "ui_web"
-STORY = (
-    "Once upon a time a small agent lived on a loopback interface. Every morning it streamed the "
-    "news to a browser, one word at a time, and every evening it asked before it spent anyone's money. "
-    "The end."
-).split(" ")
+STORY = [
+    "Once",
+    "upon",
+    "a",
+    "time",
+    "a",
+    "small",
+    "agent",
+    "lived",
+    "on",
+    "a",
+    "loopback",
+    "interface.",
+    "Every",
+    "morning",
+    "it",
+    "streamed",
+    "the",
+    "news",
+    "to",
+    "a",
+    "browser,",
+    "one",
+    "word",
+    "at",
+    "a",
+    "time,",
+    "and",
+    "every",
+    "evening",
+    "it",
+    "asked",
+    "before",
+    "it",
+    "spent",
+    "anyone's",
+    "money.",
+    "The",
+    "end.",
+]
 
 
 class Weather(msgspec.Struct):
@@ -112,10 +146,18 @@ def scripted_agent(gate: threading.Event | None = None, ledger: list[str] | None
             match = re.search(r"in ([A-Z][a-z]+)", text)
             yield "Let me check the weather. "
             yield {0: DeltaToolCall(name="get_weather", json_args='{"city": ', tool_call_id="call-weather")}
-            yield {0: DeltaToolCall(json_args=msgspec.json.encode(match.group(1) if match else "Paris").decode() + "}")}
+            yield {
+                0: DeltaToolCall(
+                    json_args=msgspec.json.encode(match.group(1) if match else "Paris").decode() + "}"
+                )
+            }
         elif "pay" in lowered or "send" in lowered:
             yield "I need your approval to send the money. "
-            yield {0: DeltaToolCall(name="send_money", json_args='{"to": "alice", "amount": 250}', tool_call_id="call-pay")}
+            yield {
+                0: DeltaToolCall(
+                    name="send_money", json_args='{"to": "alice", "amount": 250}', tool_call_id="call-pay"
+                )
+            }
         elif "story" in lowered:
             for i, word in enumerate(STORY):
                 if gate is not None and i == 3:
@@ -189,7 +231,7 @@ def build_app(
 def main() -> None:
     import uvicorn
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     app = build_app(scripted_agent())

@@ -48,7 +48,9 @@ def had_results(messages: Sequence[Message]) -> list[ToolReturnPart]:
     return [p for p in last.parts if isinstance(p, ToolReturnPart)]
 
 
-async def weather_stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls | DeltaThinking]:
+async def weather_stream(
+    messages: Sequence[Message], info: AgentInfo
+) -> AsyncIterator[str | DeltaToolCalls | DeltaThinking]:
     if had_results(messages):
         yield "Sunny "
         yield "in Paris."
@@ -103,9 +105,12 @@ async def test_text_reasoning_tool_call_and_result_in_order() -> None:
     assert events[10] == ToolCallEnd("c1", "weather", {"city": "Paris"})
     assert events[11] == ToolResult("c1", "weather", "sunny in Paris")
     starts = [e.part_id for e in events if isinstance(e, TextStart)]
-    assert len(set(starts + [reasoning.part_id])) == 3  # every part has its own identity
+    assert len({*starts, reasoning.part_id}) == 3  # every part has its own identity
     assert all(p.startswith("run-1-") for p in starts)
-    assert "".join(e.delta for e in events if isinstance(e, TextDelta) and e.part_id == starts[1]) == "Sunny in Paris."
+    assert (
+        "".join(e.delta for e in events if isinstance(e, TextDelta) and e.part_id == starts[1])
+        == "Sunny in Paris."
+    )
     assert events[-2] == FinalResult("Sunny in Paris.")
     assert events[-1] == RunFinished("thread-1", "run-1", "Sunny in Paris.")
 
@@ -159,10 +164,14 @@ async def test_a_deferred_call_becomes_an_approval_request_and_decisions_resume_
         events = [e async for e in bridge.stream(stream)]
         paused = stream.paused
     assert paused is not None
-    request = ApprovalRequested(approval_id="approval-p1", tool_call_id="p1", tool_name="pay", args={"amount": 5})
+    request = ApprovalRequested(
+        approval_id="approval-p1", tool_call_id="p1", tool_name="pay", args={"amount": 5}
+    )
     assert events[-2] == request
-    assert events[-1] == RunFinished("t", "r", None, (request,))
-    assert events[-1].paused
+    finished = events[-1]
+    assert finished == RunFinished("t", "r", None, (request,))
+    assert isinstance(finished, RunFinished)
+    assert finished.paused
     assert bridge.approvals == [request]
 
     decisions = bridge.decisions_from([ApprovalResponse(approval_id="approval-p1", approved=True)])
@@ -174,7 +183,9 @@ async def test_a_deferred_call_becomes_an_approval_request_and_decisions_resume_
     assert ToolResult("p1", "pay", "paid 5") in again
     assert again[-1] == RunFinished("t", "r2", "paid")
 
-    denied = decisions_from(paused.pending, [ApprovalResponse(approval_id="approval-p1", approved=False, reason="no")])
+    denied = decisions_from(
+        paused.pending, [ApprovalResponse(approval_id="approval-p1", approved=False, reason="no")]
+    )
     assert denied == {"p1": Denied(message="The user denied this tool call. Reason: no")}
     async with agent.resume_stream(paused, denied) as stream:
         events = [e async for e in UIBridge("t", "r3", announced_tool_calls=["p1"]).stream(stream)]
@@ -193,12 +204,18 @@ PENDING = [
     [
         ([ApprovalResponse(approval_id="approval-zzz", approved=True)], "does not belong to the paused run"),
         (
-            [ApprovalResponse(approval_id="approval-a", approved=True), ApprovalResponse(approval_id="approval-a", approved=False)],
+            [
+                ApprovalResponse(approval_id="approval-a", approved=True),
+                ApprovalResponse(approval_id="approval-a", approved=False),
+            ],
             "answered twice",
         ),
         ([ApprovalResponse(approval_id="approval-a", approved=True)], "missing: 'approval-b'"),
         (
-            [ApprovalResponse(approval_id="approval-a", approved=True), ApprovalResponse(approval_id="approval-b", approved=True)],
+            [
+                ApprovalResponse(approval_id="approval-a", approved=True),
+                ApprovalResponse(approval_id="approval-b", approved=True),
+            ],
             "is an external tool",
         ),
         ([ApprovalResponse(approval_id="bad id!", approved=True)], "invalid approval_id"),
@@ -214,10 +231,17 @@ def test_decisions_are_refused_unless_exactly_one_per_pending_call(
 
 def test_decision_limits_at_and_past_the_limit() -> None:
     limits = UILimits(max_reason_bytes=4, max_approvals=2)
-    ok = [ApprovalResponse(approval_id="approval-a", approved=False, reason="abcd"), ApprovalResponse(approval_id="approval-b", approved=False)]
+    ok = [
+        ApprovalResponse(approval_id="approval-a", approved=False, reason="abcd"),
+        ApprovalResponse(approval_id="approval-b", approved=False),
+    ]
     assert set(decisions_from(PENDING, ok, limits=limits)) == {"a", "b"}
     with pytest.raises(ClientInputError, match="longer than 4 bytes") as info:
-        decisions_from(PENDING, [ApprovalResponse(approval_id="approval-a", approved=False, reason="abcde")], limits=limits)
+        decisions_from(
+            PENDING,
+            [ApprovalResponse(approval_id="approval-a", approved=False, reason="abcde")],
+            limits=limits,
+        )
     assert info.value.status == 413
     with pytest.raises(ClientInputError, match="limit is 2"):
         decisions_from(PENDING, [*ok, ok[0]], limits=limits)

@@ -72,9 +72,7 @@ def ledger() -> list[str]:
 
 
 @pytest.fixture
-def app_server(
-    ui_server: Any, web_dist: Path, serve: Callable[..., Server], ledger: list[str]
-) -> Server:
+def app_server(ui_server: Any, web_dist: Path, serve: Callable[..., Server], ledger: list[str]) -> Server:
     return serve(lambda: ui_server.build_app(ui_server.scripted_agent(ledger=ledger), dist=web_dist))
 
 
@@ -104,7 +102,9 @@ def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledge
     browser.get(app_server.origin + path)
     wait_for(browser, "#prompt")
     ask(browser, "Please pay alice 250 EUR")
-    approve = wait_for(browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.approve')
+    approve = wait_for(
+        browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.approve'
+    )
     wait_until(browser, finished)
     assert ledger == []  # nothing runs before the user decides
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-approval-requested")
@@ -124,7 +124,9 @@ def test_deny_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: 
     browser.get(app_server.origin + path)
     wait_for(browser, "#prompt")
     ask(browser, "Please pay alice 250 EUR")
-    deny = wait_for(browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.deny')
+    deny = wait_for(
+        browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.deny'
+    )
     wait_until(browser, finished)
     deny.click()
     wait_for(browser, '.tool[data-tool-name="send_money"][data-state="output-denied"]')
@@ -141,7 +143,9 @@ def test_reload_mid_stream_replays(
     gate = threading.Event()
     try:
         server = serve(
-            lambda: ui_server.build_app(ui_server.scripted_agent(gate=gate), on_disconnect="continue", dist=web_dist)
+            lambda: ui_server.build_app(
+                ui_server.scripted_agent(gate=gate), on_disconnect="continue", dist=web_dist
+            )
         )
         browser.get(server.origin + "/")
         wait_for(browser, "#prompt")

@@ -20,7 +20,14 @@ async with agent.run_stream(prompt) as stream:
 
 from __future__ import annotations
 
-from ._bridge import APPROVAL_PREFIX, ApprovalResponse, UIBridge, approval_id_for, decisions_from, error_message
+from ._bridge import (
+    APPROVAL_PREFIX,
+    ApprovalResponse,
+    UIBridge,
+    approval_id_for,
+    decisions_from,
+    error_message,
+)
 from ._custom import CustomValueTooLargeError, custom_value
 from ._errors import (
     ApprovalConflictError,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
-from typing_extensions import assert_never
 
 from ferrule.agent import (
     AgentStreamEvent,
@@ -70,7 +69,14 @@ from ._events import (
 from ._ids import check_id
 from ._limits import DEFAULT_LIMITS, UILimits
 
-__all__ = ["APPROVAL_PREFIX", "ApprovalResponse", "UIBridge", "approval_id_for", "decisions_from", "error_message"]
+__all__ = [
+    "APPROVAL_PREFIX",
+    "ApprovalResponse",
+    "UIBridge",
+    "approval_id_for",
+    "decisions_from",
+    "error_message",
+]
 
 logger = logging.getLogger("ferrule.ui")
 
@@ -110,13 +116,16 @@ def decisions_from(
     """
     if len(responses) > limits.max_approvals:
         raise ClientInputError(
-            f"{len(responses)} approval decisions were posted; the limit is {limits.max_approvals}", status=413
+            f"{len(responses)} approval decisions were posted; the limit is {limits.max_approvals}",
+            status=413,
         )
     by_approval = {approval_id_for(call.tool_call_id): call for call in pending}
     decisions: dict[str, Decision] = {}
     for response in responses:
         try:
-            approval_id = check_id("approval_id", response.approval_id, limits.max_id_bytes + len(APPROVAL_PREFIX))
+            approval_id = check_id(
+                "approval_id", response.approval_id, limits.max_id_bytes + len(APPROVAL_PREFIX)
+            )
         except InvalidIdentifierError as exc:
             raise ClientInputError(str(exc)) from None
         call = by_approval.get(approval_id)
@@ -131,7 +140,8 @@ def decisions_from(
         reason = response.reason
         if reason is not None and len(reason.encode()) > limits.max_reason_bytes:
             raise ClientInputError(
-                f"the reason given for {approval_id!r} is longer than {limits.max_reason_bytes} bytes", status=413
+                f"the reason given for {approval_id!r} is longer than {limits.max_reason_bytes} bytes",
+                status=413,
             )
         if response.approved:
             if call.kind == "external":
@@ -203,7 +213,9 @@ class UIBridge:
         """The conversation."""
         self.run_id = check_id("run_id", run_id, limits.max_id_bytes)
         """This run."""
-        self.message_id = None if message_id is None else check_id("message_id", message_id, limits.max_id_bytes)
+        self.message_id = (
+            None if message_id is None else check_id("message_id", message_id, limits.max_id_bytes)
+        )
         """The assistant message continued, if any."""
         self._parts = 0
         self._open: dict[int, _Open] = {}
@@ -310,7 +322,7 @@ class UIBridge:
 
     # --- values and decisions ---------------------------------------------------------------------
 
-    def custom(self, name: str, value: Any, *, id: str | None = None) -> CustomValue:  # noqa: A002
+    def custom(self, name: str, value: Any, *, id: str | None = None) -> CustomValue:
         """A typed custom value for the browser (see `custom_value`)."""
         return custom_value(name, value, id=id, limits=self.limits)
 

@@ -22,7 +22,7 @@ def custom_value(
     name: str,
     value: Any,
     *,
-    id: str | None = None,  # noqa: A002 - the protocols' own field name
+    id: str | None = None,
     limits: UILimits = DEFAULT_LIMITS,
 ) -> CustomValue:
     """Serialize `value` (anything msgspec encodes: Structs, dataclasses, dicts, ...) as a `CustomValue`.

@@ -26,7 +26,9 @@ def check_id(kind: str, value: object, max_bytes: int = MAX_ID_BYTES) -> str:
     if not value:
         raise InvalidIdentifierError(kind, value, "must not be empty")
     if len(value) > max_bytes:
-        raise InvalidIdentifierError(kind, value, f"is {len(value)} characters long; the limit is {max_bytes}")
+        raise InvalidIdentifierError(
+            kind, value, f"is {len(value)} characters long; the limit is {max_bytes}"
+        )
     if _ID_RE.fullmatch(value) is None:
         raise InvalidIdentifierError(
             kind, value, "may only contain ASCII letters, digits, '_', '.', ':' and '-'"
@@ -42,7 +44,9 @@ def check_name(kind: str, value: object, max_bytes: int) -> str:
     if not value:
         raise InvalidIdentifierError(kind, value, "must not be empty")
     if len(value) > max_bytes:
-        raise InvalidIdentifierError(kind, value, f"is {len(value)} characters long; the limit is {max_bytes}")
+        raise InvalidIdentifierError(
+            kind, value, f"is {len(value)} characters long; the limit is {max_bytes}"
+        )
     if _NAME_RE.fullmatch(value) is None:
         raise InvalidIdentifierError(kind, value, "may only contain ASCII letters, digits, '_' and '-'")
     return value

@@ -12,7 +12,7 @@ from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart
 from ._errors import ClientInputError
 from ._limits import DEFAULT_LIMITS, UILimits
 
-__all__ = ["BrowserMessage", "sanitize_messages"]
+__all__ = ["BrowserMessage", "sanitize_messages", "split_prompt"]
 
 # Roles a browser may claim that would give its text authority it must not have: instructions
 # (system, developer), tool results (tool), or the model's own state (reasoning, activity).
@@ -44,7 +44,8 @@ def sanitize_messages(
     """
     if len(browser_messages) > limits.max_messages:
         raise ClientInputError(
-            f"the history has {len(browser_messages)} messages; the limit is {limits.max_messages}", status=413
+            f"the history has {len(browser_messages)} messages; the limit is {limits.max_messages}",
+            status=413,
         )
     out: list[Message] = []
     total = 0
@@ -63,7 +64,9 @@ def sanitize_messages(
                 continue
             kind = "assistant"
         else:
-            raise ClientInputError(f"message {index} has unknown role {role!r}; expected 'user' or 'assistant'")
+            raise ClientInputError(
+                f"message {index} has unknown role {role!r}; expected 'user' or 'assistant'"
+            )
         size = len(message.text.encode())
         if size > limits.max_text_bytes:
             raise ClientInputError(
@@ -81,3 +84,15 @@ def sanitize_messages(
         else:
             out.append(ModelResponse(parts=[TextPart(content=message.text)]))
     return out
+
+
+def split_prompt(history: list[Message]) -> tuple[str, list[Message]]:
+    """The last message's user text and the history before it; `ClientInputError` if the last
+    message is not the user's text (what a new run needs)."""
+    if history:
+        last = history[-1]
+        if isinstance(last, ModelRequest) and len(last.parts) == 1:
+            part = last.parts[0]
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                return part.content, history[:-1]
+    raise ClientInputError("the last message must be the user's, with text")

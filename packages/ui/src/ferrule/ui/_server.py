@@ -9,7 +9,7 @@ import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any
 
@@ -62,7 +62,9 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     """The request body, refused with `ClientInputError` when it is not JSON or longer than `max_bytes`."""
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        raise ClientInputError(f"expected content-type application/json, got {content_type or 'none'!r}", status=415)
+        raise ClientInputError(
+            f"expected content-type application/json, got {content_type or 'none'!r}", status=415
+        )
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -119,13 +121,14 @@ class LiveStream:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
-    async def follow(self, after: int = 0) -> AsyncIterator[bytes]:
+    async def follow(self, after: int = 0) -> AsyncGenerator[bytes]:
         """The records after sequence number `after`, then each new one, until the run ends."""
         seq = after
         while True:
             changed = self._changed
-            for seq, record in self.buffer.replay_after(seq):  # noqa: B007 - seq is read after the loop
-                yield record
+            for item in self.buffer.replay_after(seq):
+                seq = item[0]
+                yield item[1]
             if seq >= self.buffer.last_seq:
                 if self.done:
                     return
@@ -150,7 +153,8 @@ class Runs:
         """Reserve `key` for a new run; refused (409/503) if it has one in flight or the app is full."""
         if key in self.active:
             raise ClientInputError(
-                f"a run is already streaming for {key!r}; wait for it to finish (or reconnect to it)", status=409
+                f"a run is already streaming for {key!r}; wait for it to finish (or reconnect to it)",
+                status=409,
             )
         if len(self.active) >= self.max_active:
             raise ClientInputError(
@@ -162,7 +166,9 @@ class Runs:
         self.streams[key] = live
         if len(self.streams) > self.max_streams:
             # Forget the oldest finished streams; a stream in flight is never dropped.
-            for old in [k for k in self.streams if k not in self.active][: len(self.streams) - self.max_streams]:
+            for old in [k for k in self.streams if k not in self.active][
+                : len(self.streams) - self.max_streams
+            ]:
                 del self.streams[old]
         return live
 

@@ -24,7 +24,6 @@ from ._encode import (
     parse_run_input,
 )
 
-
 __all__ = [
     "APPROVAL_REASON",
     "CONTENT_TYPE",
@@ -54,5 +53,7 @@ else:
         try:
             from ._app import app as build
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError("ferrule.ui.ag_ui.app needs Starlette: pip install 'ferrule-ui[server]'") from exc
+            raise ImportError(
+                "ferrule.ui.ag_ui.app needs Starlette: pip install 'ferrule-ui[server]'"
+            ) from exc
         return build(agent, **options)

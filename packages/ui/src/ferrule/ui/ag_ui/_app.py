@@ -13,9 +13,8 @@ from ferrule.agent import Agent
 
 from .._bridge import UIBridge
 from .._errors import ClientInputError
-from .._limits import DEFAULT_LIMITS, UILimits
-from .._sanitize import sanitize_messages
-from .._limits import OnDisconnect
+from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._sanitize import sanitize_messages, split_prompt
 from .._server import (
     CustomValues,
     DepsFactory,
@@ -96,7 +95,9 @@ def app(
                     live.close()
                     if taken is not None:
                         await paused_runs.save(key, taken)
-                    raise ClientInputError(f"the paused run of thread {key!r} was already resumed", status=409)
+                    raise ClientInputError(
+                        f"the paused run of thread {key!r} was already resumed", status=409
+                    )
                 bridge = UIBridge(
                     key,
                     run_input.run_id,
@@ -114,18 +115,18 @@ def app(
                         f"thread {key!r} waits for approval: answer every interrupt in 'resume'", status=409
                     )
                 history = sanitize_messages(
-                    browser_messages(run_input, limits=limits), allow_assistant=allow_assistant_history, limits=limits
+                    browser_messages(run_input, limits=limits),
+                    allow_assistant=allow_assistant_history,
+                    limits=limits,
                 )
-                if not history or history[-1].kind != "request":
-                    raise ClientInputError("the last message must be the user's, with text")
-                prompt = history[-1].parts[0].content  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
+                prompt, earlier = split_prompt(history)
                 run_deps = await resolve_deps(deps, request)
                 live = runs.begin(key)
                 bridge = UIBridge(key, run_input.run_id, limits=limits)
                 preamble = ()
 
                 def open_stream() -> Any:
-                    return agent.run_stream(prompt, message_history=history[:-1], deps=run_deps)  # pyright: ignore[reportUnknownArgumentType]
+                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
 
         except ClientInputError as exc:
             return client_error(exc)

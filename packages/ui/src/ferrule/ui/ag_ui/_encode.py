@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, assert_never, cast
 
 import msgspec
-from typing_extensions import assert_never
 
 from ferrule.agent import Decision, DeferredCall
 from ferrule.core import bounded_json
@@ -240,7 +239,8 @@ def parse_run_input(body: bytes | str, *, limits: UILimits = DEFAULT_LIMITS) -> 
         raise ClientInputError(str(exc)) from None
     if len(run_input.messages) > limits.max_messages:
         raise ClientInputError(
-            f"the history has {len(run_input.messages)} messages; the limit is {limits.max_messages}", status=413
+            f"the history has {len(run_input.messages)} messages; the limit is {limits.max_messages}",
+            status=413,
         )
     return run_input
 
@@ -265,7 +265,8 @@ def browser_messages(run_input: RunAgentInput, *, limits: UILimits = DEFAULT_LIM
         elif isinstance(content, list):
             if len(content) > limits.max_parts:
                 raise ClientInputError(
-                    f"message {index} has {len(content)} content parts; the limit is {limits.max_parts}", status=413
+                    f"message {index} has {len(content)} content parts; the limit is {limits.max_parts}",
+                    status=413,
                 )
             texts: list[str] = []
             for part in content:
@@ -296,20 +297,20 @@ def parse_approval(
         if entry.status == "cancelled":
             responses.append(ApprovalResponse(approval_id=entry.interrupt_id, approved=False))
             continue
-        payload = entry.payload
+        payload: Any = entry.payload
         if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):  # pyright: ignore[reportUnknownMemberType]
             raise ClientInputError(
                 f"the resume entry for {entry.interrupt_id!r} needs a payload {{'approved': true|false}}"
             )
-        extra = set(payload) - {"approved", "reason"}  # pyright: ignore[reportUnknownArgumentType]
+        fields = cast("dict[str, Any]", payload)
+        extra = set(fields) - {"approved", "reason"}
         if extra:
             raise ClientInputError(
                 f"the resume payload for {entry.interrupt_id!r} has unknown keys: {', '.join(sorted(extra))}"
             )
-        reason = payload.get("reason")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        reason = fields.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise ClientInputError(f"the reason for {entry.interrupt_id!r} must be a string")
-        responses.append(
-            ApprovalResponse(approval_id=entry.interrupt_id, approved=payload["approved"], reason=reason)
-        )
+        approved: bool = fields["approved"]
+        responses.append(ApprovalResponse(approval_id=entry.interrupt_id, approved=approved, reason=reason))
     return decisions_from(pending, responses, limits=limits), responses

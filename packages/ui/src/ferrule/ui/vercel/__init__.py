@@ -22,7 +22,6 @@ from ._encode import (
     parse_request,
 )
 
-
 __all__ = [
     "DONE",
     "HEADERS",
@@ -50,5 +49,7 @@ else:
         try:
             from ._app import app as build
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError("ferrule.ui.vercel.app needs Starlette: pip install 'ferrule-ui[server]'") from exc
+            raise ImportError(
+                "ferrule.ui.vercel.app needs Starlette: pip install 'ferrule-ui[server]'"
+            ) from exc
         return build(agent, **options)

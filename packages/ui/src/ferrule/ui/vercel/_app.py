@@ -14,9 +14,8 @@ from ferrule.agent import Agent
 from .._bridge import UIBridge, decisions_from
 from .._errors import ClientInputError
 from .._ids import check_id
-from .._limits import DEFAULT_LIMITS, UILimits
-from .._sanitize import sanitize_messages
-from .._limits import OnDisconnect
+from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._sanitize import sanitize_messages, split_prompt
 from .._server import (
     CustomValues,
     DepsFactory,
@@ -113,9 +112,7 @@ def app(
                 history = sanitize_messages(
                     browser_messages(chat), allow_assistant=allow_assistant_history, limits=limits
                 )
-                if not history or history[-1].kind != "request":
-                    raise ClientInputError("the last message must be the user's, with text")
-                prompt = history[-1].parts[0].content  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
+                prompt, earlier = split_prompt(history)
                 run_deps = await resolve_deps(deps, request)
                 live = runs.begin(key)
                 await paused_runs.consume(key)  # a new message abandons an unanswered pause
@@ -123,7 +120,7 @@ def app(
                 preamble = ()
 
                 def open_stream() -> Any:
-                    return agent.run_stream(prompt, message_history=history[:-1], deps=run_deps)  # pyright: ignore[reportUnknownArgumentType]
+                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
 
         except ClientInputError as exc:
             return client_error(exc)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 import msgspec
-from typing_extensions import assert_never
 
 from ferrule.core import bounded_json
 
@@ -86,7 +85,14 @@ def chunks(event: UIEvent) -> list[dict[str, Any]]:
         case ToolCallArgs(tool_call_id=tool_call_id, delta=delta):
             return [{"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta}]
         case ToolCallEnd(tool_call_id=tool_call_id, tool_name=tool_name, args=args):
-            return [{"type": "tool-input-available", "toolCallId": tool_call_id, "toolName": tool_name, "input": args}]
+            return [
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": tool_call_id,
+                    "toolName": tool_name,
+                    "input": args,
+                }
+            ]
         case ToolResult(tool_call_id=tool_call_id, output=output):
             return [{"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}]
         case ToolFailed(tool_call_id=tool_call_id, error_text=error_text, denied=denied):
@@ -96,7 +102,11 @@ def chunks(event: UIEvent) -> list[dict[str, Any]]:
         case ApprovalRequested(approval_id=approval_id, tool_call_id=tool_call_id):
             return [{"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": tool_call_id}]
         case ApprovalResolved(approval_id=approval_id, approved=approved, reason=reason):
-            response: dict[str, Any] = {"type": "tool-approval-response", "approvalId": approval_id, "approved": approved}
+            response: dict[str, Any] = {
+                "type": "tool-approval-response",
+                "approvalId": approval_id,
+                "approved": approved,
+            }
             if reason:
                 response["reason"] = reason
             return [response]
@@ -194,7 +204,8 @@ def parse_request(body: bytes | str, *, limits: UILimits = DEFAULT_LIMITS) -> Ch
         raise ClientInputError(f"unknown trigger {request.trigger!r}")
     if len(request.messages) > limits.max_messages:
         raise ClientInputError(
-            f"the history has {len(request.messages)} messages; the limit is {limits.max_messages}", status=413
+            f"the history has {len(request.messages)} messages; the limit is {limits.max_messages}",
+            status=413,
         )
     for index, message in enumerate(request.messages):
         if len(message.parts) > limits.max_parts:
@@ -239,5 +250,7 @@ def approvals_from(request: ChatRequest) -> tuple[str | None, list[ApprovalRespo
             continue
         if approval.approved is None:
             raise ClientInputError(f"the answered approval {approval.id!r} has no 'approved' value")
-        responses.append(ApprovalResponse(approval_id=approval.id, approved=approval.approved, reason=approval.reason))
+        responses.append(
+            ApprovalResponse(approval_id=approval.id, approved=approval.approved, reason=approval.reason)
+        )
     return last.id, responses
