@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -247,7 +248,9 @@ def test_ag_ui_interrupt_outcome_and_resume_round_trip() -> None:
 
 def test_ag_ui_encode_needs_no_starlette() -> None:
     code = "import sys, ferrule.ui.ag_ui, ferrule.ui.vercel; print('starlette' in sys.modules)"
-    done = subprocess.run(["python", "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert done.stdout.strip() == "False"
 
 

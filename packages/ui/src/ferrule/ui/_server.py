@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from ferrule.agent import AgentStreamEvent, Paused, StreamedRunResult
+from ferrule.agent import AgentStreamEvent, Paused, PausedState, StreamedRunResult
 
 from ._bridge import UIBridge
 from ._errors import ClientInputError, UIError
@@ -40,6 +40,8 @@ __all__ = [
     "new_run_id",
     "read_body",
     "resolve_deps",
+    "respond",
+    "take_paused",
 ]
 
 logger = logging.getLogger("ferrule.ui")
@@ -245,15 +247,25 @@ class RunResponse(_Streamed):
         headers: dict[str, str],
         live: LiveStream,
         produce: Callable[[], Awaitable[None]],
+        abandon: Callable[[], Awaitable[None]],
         on_disconnect: OnDisconnect,
     ) -> None:
         super().__init__(headers)
         self._live = live
         self._produce = produce
+        self._abandon = abandon
         self._on_disconnect = on_disconnect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            await send(
+                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+            )
+        except BaseException:
+            # The client left before the run started: give back what the request reserved.
+            with anyio.CancelScope(shield=True):
+                await self._abandon()
+            raise
         shield = self._on_disconnect == "continue"
         async with anyio.create_task_group() as tg:
 
@@ -311,3 +323,61 @@ class FollowResponse(_Streamed):
             except OSError:
                 pass
             tg.cancel_scope.cancel()
+
+
+async def take_paused(
+    store: PausedRunStore, runs: Runs, key: str, expected: PausedState, noun: str
+) -> tuple[LiveStream, PausedState]:
+    """Reserve `key` and consume its paused run, which must still be `expected`; 409 otherwise."""
+    live = runs.begin(key)
+    taken = await store.consume(key)
+    if taken is None or taken.state_id != expected.state_id:
+        runs.end(key)
+        live.close()
+        if taken is not None:  # another request resumed it and it paused again: not ours to take
+            await store.save(key, taken)
+        raise ClientInputError(f"the paused run of {noun} {key!r} was already resumed", status=409)
+    return live, taken
+
+
+def respond(
+    *,
+    runs: Runs,
+    store: PausedRunStore,
+    key: str,
+    live: LiveStream,
+    bridge: UIBridge,
+    open_stream: OpenStream,
+    encode: Callable[[UIEvent], bytes],
+    headers: dict[str, str],
+    on_disconnect: OnDisconnect,
+    preamble: Sequence[UIEvent] = (),
+    custom_values: CustomValues | None = None,
+    restore: PausedState | None = None,
+) -> RunResponse:
+    """The streamed response running one segment for `key`; `restore` is put back if it never starts."""
+
+    async def produce() -> None:
+        try:
+            await drive(
+                bridge=bridge,
+                open_stream=open_stream,
+                encode=encode,
+                live=live,
+                store=store,
+                key=key,
+                preamble=preamble,
+                custom_values=custom_values,
+            )
+        finally:
+            runs.end(key)
+
+    async def abandon() -> None:
+        runs.end(key)
+        live.close()
+        if restore is not None:  # the resume never ran: the run waits for its decision again
+            await store.save(key, restore)
+
+    return RunResponse(
+        headers=headers, live=live, produce=produce, abandon=abandon, on_disconnect=on_disconnect
+    )

@@ -18,12 +18,12 @@ from .._sanitize import sanitize_messages, split_prompt
 from .._server import (
     CustomValues,
     DepsFactory,
-    RunResponse,
     Runs,
     client_error,
-    drive,
     read_body,
     resolve_deps,
+    respond,
+    take_paused,
 )
 from .._store import InMemoryPausedRunStore, PausedRunStore
 from ._encode import CONTENT_TYPE, browser_messages, encode_sse, parse_approval, parse_run_input
@@ -88,16 +88,8 @@ def app(
                     )
                 decisions, responses = parse_approval(run_input, state.pending, limits=limits)
                 run_deps = await resolve_deps(deps, request)
-                live = runs.begin(key)
-                taken = await paused_runs.consume(key)
-                if taken is None or taken.state_id != state.state_id:
-                    runs.end(key)
-                    live.close()
-                    if taken is not None:
-                        await paused_runs.save(key, taken)
-                    raise ClientInputError(
-                        f"the paused run of thread {key!r} was already resumed", status=409
-                    )
+                live, taken = await take_paused(paused_runs, runs, key, state, "thread")
+                restore = taken
                 bridge = UIBridge(
                     key,
                     run_input.run_id,
@@ -122,6 +114,7 @@ def app(
                 prompt, earlier = split_prompt(history)
                 run_deps = await resolve_deps(deps, request)
                 live = runs.begin(key)
+                restore = None
                 bridge = UIBridge(key, run_input.run_id, limits=limits)
                 preamble = ()
 
@@ -133,21 +126,19 @@ def app(
         except ValueError as exc:  # an invalid identity
             return client_error(ClientInputError(str(exc)))
 
-        async def produce() -> None:
-            try:
-                await drive(
-                    bridge=bridge,
-                    open_stream=open_stream,
-                    encode=encode_sse,
-                    live=live,
-                    store=paused_runs,
-                    key=key,
-                    preamble=preamble,
-                    custom_values=custom_values,
-                )
-            finally:
-                runs.end(key)
-
-        return RunResponse(headers=_HEADERS, live=live, produce=produce, on_disconnect=on_disconnect)
+        return respond(
+            runs=runs,
+            store=paused_runs,
+            key=key,
+            live=live,
+            bridge=bridge,
+            open_stream=open_stream,
+            encode=encode_sse,
+            headers=_HEADERS,
+            on_disconnect=on_disconnect,
+            preamble=preamble,
+            custom_values=custom_values,
+            restore=restore,
+        )
 
     return Starlette(routes=[Route("/", post, methods=["POST"])])

@@ -20,13 +20,13 @@ from .._server import (
     CustomValues,
     DepsFactory,
     FollowResponse,
-    RunResponse,
     Runs,
     client_error,
-    drive,
     new_run_id,
     read_body,
     resolve_deps,
+    respond,
+    take_paused,
 )
 from .._store import InMemoryPausedRunStore, PausedRunStore
 from ._encode import HEADERS, approvals_from, browser_messages, encode, parse_request
@@ -88,14 +88,8 @@ def app(
                     )
                 decisions = decisions_from(state.pending, responses, limits=limits)
                 run_deps = await resolve_deps(deps, request)
-                live = runs.begin(key)
-                taken = await paused_runs.consume(key)
-                if taken is None or taken.state_id != state.state_id:
-                    runs.end(key)
-                    live.close()
-                    if taken is not None:
-                        await paused_runs.save(key, taken)
-                    raise ClientInputError(f"the paused run of chat {key!r} was already resumed", status=409)
+                live, taken = await take_paused(paused_runs, runs, key, state, "chat")
+                restore = taken
                 bridge = UIBridge(
                     key,
                     new_run_id(),
@@ -115,6 +109,7 @@ def app(
                 prompt, earlier = split_prompt(history)
                 run_deps = await resolve_deps(deps, request)
                 live = runs.begin(key)
+                restore = None
                 await paused_runs.consume(key)  # a new message abandons an unanswered pause
                 bridge = UIBridge(key, new_run_id(), limits=limits)
                 preamble = ()
@@ -127,22 +122,20 @@ def app(
         except ValueError as exc:  # an invalid identity
             return client_error(ClientInputError(str(exc)))
 
-        async def produce() -> None:
-            try:
-                await drive(
-                    bridge=bridge,
-                    open_stream=open_stream,
-                    encode=encode,
-                    live=live,
-                    store=paused_runs,
-                    key=key,
-                    preamble=preamble,
-                    custom_values=custom_values,
-                )
-            finally:
-                runs.end(key)
-
-        return RunResponse(headers=HEADERS, live=live, produce=produce, on_disconnect=on_disconnect)
+        return respond(
+            runs=runs,
+            store=paused_runs,
+            key=key,
+            live=live,
+            bridge=bridge,
+            open_stream=open_stream,
+            encode=encode,
+            headers=HEADERS,
+            on_disconnect=on_disconnect,
+            preamble=preamble,
+            custom_values=custom_values,
+            restore=restore,
+        )
 
     async def reconnect(request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
