@@ -1,0 +1,383 @@
+"""What the ASGI apps share: bounded bodies, live streams with replay, the SSE response, the run driver.
+
+Imported only by the apps (it needs Starlette, the `ferrule-ui[server]` extra).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from ferrule.agent import AgentStreamEvent, Paused, PausedState, StreamedRunResult
+
+from ._bridge import UIBridge
+from ._errors import ClientInputError, UIError
+from ._events import CustomValue, UIEvent
+from ._limits import OnDisconnect
+from ._replay import ReplayBuffer
+from ._store import PausedRunStore
+
+__all__ = [
+    "CustomValues",
+    "DepsFactory",
+    "FollowResponse",
+    "LiveStream",
+    "OnDisconnect",
+    "RunResponse",
+    "Runs",
+    "client_error",
+    "drive",
+    "new_run_id",
+    "read_body",
+    "resolve_deps",
+    "respond",
+    "take_paused",
+]
+
+logger = logging.getLogger("ferrule.ui")
+
+DepsFactory = Callable[[Request], Any]
+"""Builds the run's dependencies from the request (sync or async)."""
+
+
+def new_run_id() -> str:
+    """A fresh run identity."""
+    return "run-" + uuid.uuid4().hex
+
+
+def client_error(error: ClientInputError) -> Response:
+    """The 4xx/5xx answer to refused client input: `{"error": message}`."""
+    return JSONResponse({"error": str(error)}, status_code=error.status)
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with `ClientInputError` when it is not JSON or longer than `max_bytes`."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise ClientInputError(
+            f"expected content-type application/json, got {content_type or 'none'!r}", status=415
+        )
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ClientInputError("the content-length header is not a number")
+        if int(declared) > max_bytes:
+            raise ClientInputError(
+                f"the request body of {declared} bytes is larger than {max_bytes} (UILimits.max_body_bytes)",
+                status=413,
+            )
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > max_bytes:
+            raise ClientInputError(
+                f"the request body is larger than {max_bytes} bytes (UILimits.max_body_bytes)", status=413
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def resolve_deps(factory: DepsFactory | None, request: Request) -> Any:
+    """The run's dependencies: `None` without a factory."""
+    if factory is None:
+        return None
+    deps = factory(request)
+    if inspect.isawaitable(deps):
+        deps = await deps
+    return deps
+
+
+class LiveStream:
+    """The encoded records of one conversation's current run: replayable, and followable while it runs."""
+
+    def __init__(self, buffer: ReplayBuffer) -> None:
+        self.buffer = buffer
+        """The records so far."""
+        self.done = False
+        """Whether the run has ended (no record follows)."""
+        self._changed = anyio.Event()
+
+    def append(self, record: bytes) -> None:
+        """Add a record and wake the followers."""
+        if record:
+            self.buffer.append(record)
+            self._wake()
+
+    def close(self) -> None:
+        """Mark the run ended and wake the followers."""
+        self.done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def follow(self, after: int = 0) -> AsyncGenerator[bytes]:
+        """The records after sequence number `after`, then each new one, until the run ends."""
+        seq = after
+        while True:
+            changed = self._changed
+            for item in self.buffer.replay_after(seq):
+                seq = item[0]
+                yield item[1]
+            if seq >= self.buffer.last_seq:
+                if self.done:
+                    return
+                await changed.wait()
+
+
+class Runs:
+    """The conversations of one app: their live streams (bounded) and which have a run in flight."""
+
+    def __init__(self, *, max_active: int, max_streams: int, replay_events: int, replay_bytes: int) -> None:
+        self.max_active = max_active
+        """The most runs in flight at once."""
+        self.max_streams = max_streams
+        """The most conversations whose last stream is kept for replay."""
+        self._replay = (replay_events, replay_bytes)
+        self.streams: OrderedDict[str, LiveStream] = OrderedDict()
+        """The live (or last) stream of each conversation, oldest first."""
+        self.active: set[str] = set()
+        """Conversations with a run in flight."""
+
+    def begin(self, key: str) -> LiveStream:
+        """Reserve `key` for a new run; refused (409/503) if it has one in flight or the app is full."""
+        if key in self.active:
+            raise ClientInputError(
+                f"a run is already streaming for {key!r}; wait for it to finish (or reconnect to it)",
+                status=409,
+            )
+        if len(self.active) >= self.max_active:
+            raise ClientInputError(
+                f"the server is running {self.max_active} runs, its limit; try again shortly", status=503
+            )
+        self.active.add(key)
+        live = LiveStream(ReplayBuffer(*self._replay))
+        self.streams.pop(key, None)
+        self.streams[key] = live
+        if len(self.streams) > self.max_streams:
+            # Forget the oldest finished streams; a stream in flight is never dropped.
+            for old in [k for k in self.streams if k not in self.active][
+                : len(self.streams) - self.max_streams
+            ]:
+                del self.streams[old]
+        return live
+
+    def end(self, key: str) -> None:
+        """Release `key` after its run ended."""
+        self.active.discard(key)
+
+
+OpenStream = Callable[[], AbstractAsyncContextManager[StreamedRunResult[Any]]]
+
+CustomValues = Callable[[AgentStreamEvent], Sequence[CustomValue]]
+"""Application values to send after an agent event's own UI events (build them with `custom_value`)."""
+
+
+async def drive(
+    *,
+    bridge: UIBridge,
+    open_stream: OpenStream,
+    encode: Callable[[UIEvent], bytes],
+    live: LiveStream,
+    store: PausedRunStore,
+    key: str,
+    preamble: Sequence[UIEvent] = (),
+    custom_values: CustomValues | None = None,
+) -> None:
+    """Run one segment, appending every encoded record to `live`; a pause is saved before it is announced."""
+
+    def emit(events: Sequence[UIEvent]) -> None:
+        for event in events:
+            live.append(encode(event))
+
+    try:
+        emit(bridge.start())
+        emit(preamble)
+        try:
+            paused: Paused | None
+            async with open_stream() as stream:
+                async for event in stream:
+                    emit(bridge.feed(event))
+                    if custom_values is not None:
+                        emit(custom_values(event))
+                paused = stream.paused
+            if paused is not None:
+                # Saved before the client hears of the pause, so its decision always finds the run.
+                await store.save(key, paused.state)
+            emit(bridge.finish(paused))
+        except Exception as exc:
+            if not isinstance(exc, UIError):
+                logger.exception("ferrule.ui: run %s of %s failed", bridge.run_id, key)
+            emit(bridge.fail(exc))
+    finally:
+        live.close()
+
+
+class _Streamed(Response):
+    """A response whose body is streamed by `__call__`: no content-length header."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+class RunResponse(_Streamed):
+    """A streamed response that follows a `LiveStream` while `produce` fills it.
+
+    When the client disconnects, `on_disconnect="cancel"` cancels the run (the agent drains its
+    work); `"continue"` lets it finish into the replay buffer, where a reconnecting client finds it.
+    """
+
+    def __init__(
+        self,
+        *,
+        headers: dict[str, str],
+        live: LiveStream,
+        produce: Callable[[], Awaitable[None]],
+        abandon: Callable[[], Awaitable[None]],
+        on_disconnect: OnDisconnect,
+    ) -> None:
+        super().__init__(headers)
+        self._live = live
+        self._produce = produce
+        self._abandon = abandon
+        self._on_disconnect = on_disconnect
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send(
+                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+            )
+        except BaseException:
+            # The client left before the run started: give back what the request reserved.
+            with anyio.CancelScope(shield=True):
+                await self._abandon()
+            raise
+        shield = self._on_disconnect == "continue"
+        async with anyio.create_task_group() as tg:
+
+            async def produce() -> None:
+                with anyio.CancelScope(shield=shield):
+                    await self._produce()
+
+            tg.start_soon(produce)
+            follow_scope = anyio.CancelScope()
+            watch_scope = anyio.CancelScope()
+
+            async def watch() -> None:
+                with watch_scope:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    follow_scope.cancel()
+                    if not shield:
+                        tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            with follow_scope:
+                try:
+                    async with aclosing(self._live.follow(0)) as records:
+                        async for record in records:
+                            await send({"type": "http.response.body", "body": record, "more_body": True})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                except OSError:  # the client went away mid-write
+                    if not shield:
+                        tg.cancel_scope.cancel()
+            watch_scope.cancel()
+
+
+class FollowResponse(_Streamed):
+    """A streamed response replaying a `LiveStream` from its start and following it until it ends."""
+
+    def __init__(self, *, headers: dict[str, str], live: LiveStream) -> None:
+        super().__init__(headers)
+        self._live = live
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            try:
+                async with aclosing(self._live.follow(0)) as records:
+                    async for record in records:
+                        await send({"type": "http.response.body", "body": record, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass
+            tg.cancel_scope.cancel()
+
+
+async def take_paused(
+    store: PausedRunStore, runs: Runs, key: str, expected: PausedState, noun: str
+) -> tuple[LiveStream, PausedState]:
+    """Reserve `key` and consume its paused run, which must still be `expected`; 409 otherwise."""
+    live = runs.begin(key)
+    taken = await store.consume(key)
+    if taken is None or taken.state_id != expected.state_id:
+        runs.end(key)
+        live.close()
+        if taken is not None:  # another request resumed it and it paused again: not ours to take
+            await store.save(key, taken)
+        raise ClientInputError(f"the paused run of {noun} {key!r} was already resumed", status=409)
+    return live, taken
+
+
+def respond(
+    *,
+    runs: Runs,
+    store: PausedRunStore,
+    key: str,
+    live: LiveStream,
+    bridge: UIBridge,
+    open_stream: OpenStream,
+    encode: Callable[[UIEvent], bytes],
+    headers: dict[str, str],
+    on_disconnect: OnDisconnect,
+    preamble: Sequence[UIEvent] = (),
+    custom_values: CustomValues | None = None,
+    restore: PausedState | None = None,
+) -> RunResponse:
+    """The streamed response running one segment for `key`; `restore` is put back if it never starts."""
+
+    async def produce() -> None:
+        try:
+            await drive(
+                bridge=bridge,
+                open_stream=open_stream,
+                encode=encode,
+                live=live,
+                store=store,
+                key=key,
+                preamble=preamble,
+                custom_values=custom_values,
+            )
+        finally:
+            runs.end(key)
+
+    async def abandon() -> None:
+        runs.end(key)
+        live.close()
+        if restore is not None:  # the resume never ran: the run waits for its decision again
+            await store.save(key, restore)
+
+    return RunResponse(
+        headers=headers, live=live, produce=produce, abandon=abandon, on_disconnect=on_disconnect
+    )

@@ -1,0 +1,59 @@
+"""AG-UI for ferrule: official AG-UI events from UI events, and AG-UI's run input parsed back.
+
+`encode(event)` returns AG-UI event objects; `encode_sse` / `encode_jsonl` write them for HTTP
+and for newline streams. `parse_run_input` and `parse_approval` read what a client posts.
+`app(agent)` is an ASGI app (needs the `ferrule-ui[server]` extra; imported only when called).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._encode import (
+    APPROVAL_REASON,
+    CONTENT_TYPE,
+    ContentPart,
+    InputMessage,
+    ResumeEntry,
+    RunAgentInput,
+    browser_messages,
+    encode,
+    encode_jsonl,
+    encode_sse,
+    parse_approval,
+    parse_run_input,
+)
+
+__all__ = [
+    "APPROVAL_REASON",
+    "CONTENT_TYPE",
+    "ContentPart",
+    "InputMessage",
+    "ResumeEntry",
+    "RunAgentInput",
+    "app",
+    "browser_messages",
+    "encode",
+    "encode_jsonl",
+    "encode_sse",
+    "parse_approval",
+    "parse_run_input",
+]
+
+
+if TYPE_CHECKING:
+    from ._app import app
+else:
+
+    def app(agent: Any, **options: Any) -> Any:
+        """An ASGI app serving `agent` to AG-UI clients; the options are those of `_app.app`.
+
+        Raises `ImportError` naming the extra to install when Starlette is missing.
+        """
+        try:
+            from ._app import app as build
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise ImportError(
+                "ferrule.ui.ag_ui.app needs Starlette: pip install 'ferrule-ui[server]'"
+            ) from exc
+        return build(agent, **options)

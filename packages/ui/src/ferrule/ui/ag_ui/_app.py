@@ -1,0 +1,144 @@
+"""`ferrule.ui.ag_ui.app`: an ASGI app serving an agent to AG-UI clients (`HttpAgent`, CopilotKit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ferrule.agent import Agent
+
+from .._bridge import UIBridge
+from .._errors import ClientInputError
+from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._sanitize import sanitize_messages, split_prompt
+from .._server import (
+    CustomValues,
+    DepsFactory,
+    Runs,
+    client_error,
+    read_body,
+    resolve_deps,
+    respond,
+    take_paused,
+)
+from .._store import InMemoryPausedRunStore, PausedRunStore
+from ._encode import CONTENT_TYPE, browser_messages, encode_sse, parse_approval, parse_run_input
+
+__all__ = ["app"]
+
+_HEADERS = {"content-type": CONTENT_TYPE, "cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def app(
+    agent: Agent[Any, Any],
+    *,
+    store: PausedRunStore | None = None,
+    deps: DepsFactory | None = None,
+    limits: UILimits = DEFAULT_LIMITS,
+    allow_assistant_history: bool = True,
+    on_disconnect: OnDisconnect = "cancel",
+    custom_values: CustomValues | None = None,
+    max_active_runs: int = 64,
+    replay_max_events: int = 10_000,
+    replay_max_bytes: int = 8 * 1024 * 1024,
+) -> Starlette:
+    """An ASGI app for AG-UI's HTTP transport: `POST /` takes a `RunAgentInput` and streams AG-UI events (SSE).
+
+    A run that needs approval ends with `RUN_FINISHED` and an interrupt outcome; the thread's
+    paused run waits in `store`. The next input for that thread must answer every interrupt in
+    `resume` (anything else gets 409); it resumes the run exactly once. Client history is
+    sanitized: `system`/`developer` messages are refused, the client's tool, reasoning and activity
+    messages are display state and ignored, and frontend `tools`, `context` and `state` are
+    refused (400) because they would act as instructions. Every input is bounded by `limits`.
+    `custom_values(event)` may return `CustomValue`s (AG-UI `CUSTOM` events) to send after each
+    agent event; `deps(request)` builds the run's dependencies; `on_disconnect` is as for
+    `ferrule.ui.vercel.app`.
+    """
+    paused_runs: PausedRunStore = store if store is not None else InMemoryPausedRunStore()
+    runs = Runs(
+        max_active=max_active_runs,
+        max_streams=max_active_runs,
+        replay_events=replay_max_events,
+        replay_bytes=replay_max_bytes,
+    )
+
+    async def post(request: Request) -> Response:
+        try:
+            body = await read_body(request, limits.max_body_bytes)
+            run_input = parse_run_input(body, limits=limits)
+            if run_input.tools:
+                raise ClientInputError(
+                    "frontend tools are not supported: the agent's tools are defined on the server"
+                )
+            if run_input.context:
+                raise ClientInputError("client context is not accepted: instructions come from the server")
+            if run_input.state not in (None, {}):
+                raise ClientInputError("shared state is not supported by this agent")
+            key = run_input.thread_id
+            state = await paused_runs.load(key)
+            if run_input.resume:
+                if state is None:
+                    raise ClientInputError(
+                        f"thread {key!r} has no run waiting for approval: it was already resumed, or never paused",
+                        status=409,
+                    )
+                decisions, responses = parse_approval(run_input, state.pending, limits=limits)
+                run_deps = await resolve_deps(deps, request)
+                live, taken = await take_paused(paused_runs, runs, key, state, "thread")
+                restore = taken
+                bridge = UIBridge(
+                    key,
+                    run_input.run_id,
+                    announced_tool_calls=[c.tool_call_id for c in taken.pending] + taken.immediate_call_ids,
+                    limits=limits,
+                )
+                preamble = UIBridge.resolved(taken.pending, decisions, responses)
+
+                def open_stream() -> Any:
+                    return agent.resume_stream(taken, decisions, deps=run_deps)
+
+            else:
+                if state is not None:
+                    raise ClientInputError(
+                        f"thread {key!r} waits for approval: answer every interrupt in 'resume'", status=409
+                    )
+                history = sanitize_messages(
+                    browser_messages(run_input, limits=limits),
+                    allow_assistant=allow_assistant_history,
+                    limits=limits,
+                )
+                prompt, earlier = split_prompt(history)
+                run_deps = await resolve_deps(deps, request)
+                live = runs.begin(key)
+                restore = None
+                bridge = UIBridge(key, run_input.run_id, limits=limits)
+                preamble = ()
+
+                def open_stream() -> Any:
+                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
+
+        except ClientInputError as exc:
+            return client_error(exc)
+        except ValueError as exc:  # an invalid identity
+            return client_error(ClientInputError(str(exc)))
+
+        return respond(
+            runs=runs,
+            store=paused_runs,
+            key=key,
+            live=live,
+            bridge=bridge,
+            open_stream=open_stream,
+            encode=encode_sse,
+            headers=_HEADERS,
+            on_disconnect=on_disconnect,
+            preamble=preamble,
+            custom_values=custom_values,
+            restore=restore,
+        )
+
+    return Starlette(routes=[Route("/", post, methods=["POST"])])

@@ -1,0 +1,164 @@
+"""`ferrule.ui.vercel.app`: an ASGI app serving an agent to the AI SDK's `useChat` / `Chat`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ferrule.agent import Agent
+
+from .._bridge import UIBridge, decisions_from
+from .._errors import ClientInputError
+from .._ids import check_id
+from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._sanitize import sanitize_messages, split_prompt
+from .._server import (
+    CustomValues,
+    DepsFactory,
+    FollowResponse,
+    Runs,
+    client_error,
+    new_run_id,
+    read_body,
+    resolve_deps,
+    respond,
+    take_paused,
+)
+from .._store import InMemoryPausedRunStore, PausedRunStore
+from ._encode import HEADERS, approvals_from, browser_messages, encode, parse_request
+
+__all__ = ["app"]
+
+
+def app(
+    agent: Agent[Any, Any],
+    *,
+    store: PausedRunStore | None = None,
+    deps: DepsFactory | None = None,
+    limits: UILimits = DEFAULT_LIMITS,
+    allow_assistant_history: bool = True,
+    on_disconnect: OnDisconnect = "cancel",
+    custom_values: CustomValues | None = None,
+    max_active_runs: int = 64,
+    max_streams: int = 1024,
+    replay_max_events: int = 10_000,
+    replay_max_bytes: int = 8 * 1024 * 1024,
+) -> Starlette:
+    """An ASGI app for the AI SDK's default chat transport; mount it at the chat's `api` path.
+
+    - `POST /` takes `DefaultChatTransport`'s body and streams the run as a UI message stream.
+      When the last message is the assistant's with answered approvals, the chat's paused run is
+      taken from `store` (exactly once: a second post of the same decisions gets 409) and resumed
+      with them. A new user message abandons a paused run that was not answered.
+    - `GET /{chat_id}/stream` replays the chat's run in flight from its first record and follows
+      it (the transport's `reconnectToStream`); 204 when none is in flight.
+
+    Client history is sanitized (`sanitize_messages`, assistant text kept when
+    `allow_assistant_history`); every input is bounded by `limits`; refused input gets a 4xx
+    `{"error": ...}`. `custom_values(event)` may return `CustomValue`s to send after each agent
+    event's own records (AI SDK `data-<name>` parts). `deps(request)` builds the run's dependencies. With `on_disconnect="cancel"`
+    a dropped request cancels its run; `"continue"` lets it finish so a reload can replay it.
+    """
+    paused_runs: PausedRunStore = store if store is not None else InMemoryPausedRunStore()
+    runs = Runs(
+        max_active=max_active_runs,
+        max_streams=max_streams,
+        replay_events=replay_max_events,
+        replay_bytes=replay_max_bytes,
+    )
+
+    async def post(request: Request) -> Response:
+        try:
+            body = await read_body(request, limits.max_body_bytes)
+            chat = parse_request(body, limits=limits)
+            message_id, responses = approvals_from(chat)
+            key = chat.id
+            if responses:
+                assert message_id is not None
+                check_id("message id", message_id, limits.max_id_bytes)
+                state = await paused_runs.load(key)
+                if state is None:
+                    raise ClientInputError(
+                        f"chat {key!r} has no run waiting for approval: it was already resumed, or never paused",
+                        status=409,
+                    )
+                decisions = decisions_from(state.pending, responses, limits=limits)
+                run_deps = await resolve_deps(deps, request)
+                live, taken = await take_paused(paused_runs, runs, key, state, "chat")
+                restore = taken
+                bridge = UIBridge(
+                    key,
+                    new_run_id(),
+                    message_id=message_id,
+                    announced_tool_calls=[c.tool_call_id for c in taken.pending] + taken.immediate_call_ids,
+                    limits=limits,
+                )
+                preamble = UIBridge.resolved(taken.pending, decisions, responses)
+
+                def open_stream() -> Any:
+                    return agent.resume_stream(taken, decisions, deps=run_deps)
+
+            else:
+                history = sanitize_messages(
+                    browser_messages(chat), allow_assistant=allow_assistant_history, limits=limits
+                )
+                prompt, earlier = split_prompt(history)
+                run_deps = await resolve_deps(deps, request)
+                live = runs.begin(key)
+                restore = None
+                await paused_runs.consume(key)  # a new message abandons an unanswered pause
+                bridge = UIBridge(key, new_run_id(), limits=limits)
+                preamble = ()
+
+                def open_stream() -> Any:
+                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
+
+        except ClientInputError as exc:
+            return client_error(exc)
+        except ValueError as exc:  # an invalid identity
+            return client_error(ClientInputError(str(exc)))
+
+        return respond(
+            runs=runs,
+            store=paused_runs,
+            key=key,
+            live=live,
+            bridge=bridge,
+            open_stream=open_stream,
+            encode=encode,
+            headers=HEADERS,
+            on_disconnect=on_disconnect,
+            preamble=preamble,
+            custom_values=custom_values,
+            restore=restore,
+        )
+
+    async def reconnect(request: Request) -> Response:
+        chat_id = request.path_params["chat_id"]
+        try:
+            check_id("chat id", chat_id, limits.max_id_bytes)
+        except ValueError as exc:
+            return client_error(ClientInputError(str(exc)))
+        live = runs.streams.get(chat_id)
+        if live is None or live.done:
+            return Response(status_code=204)
+        if live.buffer.first_seq > 1:
+            return client_error(
+                ClientInputError(
+                    f"the start of chat {chat_id!r}'s stream was evicted from the replay buffer "
+                    "(replay_max_events / replay_max_bytes); it cannot be replayed",
+                    status=410,
+                )
+            )
+        return FollowResponse(headers=HEADERS, live=live)
+
+    return Starlette(
+        routes=[
+            Route("/", post, methods=["POST"]),
+            Route("/{chat_id}/stream", reconnect, methods=["GET"]),
+        ]
+    )

@@ -1,0 +1,150 @@
+"""Fixtures of the ferrule-ui tests: the example app, a uvicorn server on 127.0.0.1, headless Chromium."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "docs" / "examples"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+IN_CI = bool(os.environ.get("CI"))
+
+
+def unavailable(reason: str) -> None:
+    """Skip outside CI; in CI a missing browser or toolchain is a failure, never a silent skip."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI must install it: see .ci/run and .ci/apt.txt)")
+    pytest.skip(reason)
+
+
+def load_example(name: str) -> Any:
+    """Import `docs/examples/<name>.py` as a module."""
+    path = EXAMPLES / f"{name}.py"
+    if not path.is_file():
+        pytest.skip("docs/examples is not part of this checkout")
+    spec = importlib.util.spec_from_file_location(f"ferrule_ui_example_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def ui_server() -> Any:
+    """The example module `docs/examples/ui_server.py`."""
+    return load_example("ui_server")
+
+
+@pytest.fixture(scope="session")
+def web_dist(ui_server: Any) -> Path:
+    """The example page's bundle, built with esbuild from the real `ai` and `@ag-ui/client` (npm ci first)."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        unavailable("Node.js and npm are not installed")
+    return ui_server.ensure_bundle()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """An ASGI app run by uvicorn in a thread (its own asyncio loop) on 127.0.0.1."""
+
+    def __init__(self, make_app: Callable[[], Any]) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        config = uvicorn.Config(make_app, factory=True, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Callable[[], Any]], Server]]:
+    """`serve(make_app)`: start the app on 127.0.0.1; stopped after the test."""
+    servers: list[Server] = []
+
+    def start(make_app: Callable[[], Any]) -> Server:
+        server = Server(make_app).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in reversed(servers):
+        server.__exit__()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium driven by Selenium through the system chromedriver (nothing downloaded)."""
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        unavailable("Debian's chromium and chromium-driver are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="ferrule-ui-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1000,900",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver: Any, name: str) -> Path:
+    """Save a screenshot under tests/artifacts/ (kept as a test artifact)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
