@@ -55,6 +55,7 @@ from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, T
 from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._run import HistoryView
+from ._sync_tools import ToolThreads
 from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
@@ -128,6 +129,7 @@ __all__ = [
     "ToolOutput",
     "ToolResultsStep",
     "ToolReturn",
+    "ToolThreads",
     "UnexpectedModelBehavior",
     "run_state_of",
 ]

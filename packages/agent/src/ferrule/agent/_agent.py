@@ -8,7 +8,7 @@ import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import UnionType
-from typing import Any, Generic, Literal, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, cast, overload
 
 import anyio
 from typing_extensions import TypeVar
@@ -21,7 +21,7 @@ from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RunUsage, UsageLimits
 
-from ._deferred import Decision, Paused, PausedState, ResumeDecisions, check_decisions
+from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
 from ._ext import NO_OPTIONS, RunExt, RunOptions
 from ._instrument import InstrumentationSettings, Tracer
 from ._output import (
@@ -39,7 +39,9 @@ from ._output import (
 from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult, drive_stream
 from ._run import Run, new_run_id
+from ._sync_tools import ToolThreads
 from ._tools import Tool, ToolLimits, as_tool
+from ._url_check import check_content, check_message
 from ._util import is_async as _is_async
 from ._util import merged_settings as _merged
 from ._util import takes_ctx as _takes_ctx
@@ -50,6 +52,9 @@ from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 from .pricing import Pricing
 from .toolsets import AbstractToolset
+
+if TYPE_CHECKING:
+    from ferrule.core.url_policy import UrlPolicy
 
 __all__ = ["Agent", "EndStrategy"]
 
@@ -86,12 +91,17 @@ class _AgentCore:
         end_strategy: EndStrategy,
         retry_policy: RetryPolicy,
         tracer: Tracer | None,
+        url_policy: UrlPolicy | None,
     ) -> None:
         self.name = name
+        self.url_policy = url_policy  # None: the default UrlPolicy(), built on first use
         self.output_info = output_info
         self.retries = retries
         self.output_retries = output_retries
         self.tool_limits = tool_limits
+        # One bounded set of worker threads per agent: hung sync calls of another agent never
+        # take this agent's threads (see _sync_tools).
+        self.threads = ToolThreads(tool_limits.max_sync_threads, owner=f"agent {name!r}")
         self.end_strategy: EndStrategy = end_strategy
         self.retry_policy = retry_policy
         self.tracer = tracer
@@ -212,6 +222,7 @@ class Agent(Generic[DepsT, OutputT]):
         hooks: Sequence[Hook] = (),
         context_budget: ContextBudget | None = None,
         pricing: bool | Pricing = False,
+        url_policy: UrlPolicy | None = None,
     ) -> None:
         if retries < 0:
             raise UserError(f"retries must be >= 0, got {retries}")
@@ -251,6 +262,7 @@ class Agent(Generic[DepsT, OutputT]):
             end_strategy=end_strategy,
             retry_policy=retry_policy or RetryPolicy(),
             tracer=tracer,
+            url_policy=url_policy,
         )
         if instructions is not None:
             items: Sequence[Any] = (
@@ -444,6 +456,10 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
         )
         run.cancellable = cancellable
+        # Content URLs of the prompt and the history are refused before anything else happens.
+        run.url_check.new_messages(messages)
+        if prompt is not None and not isinstance(prompt, str):
+            check_content(self._core.url_policy, prompt)
         if (
             self._core.extended
             or options is not NO_OPTIONS
@@ -467,6 +483,7 @@ class Agent(Generic[DepsT, OutputT]):
                     parts=[UserPromptPart(content=content)], instructions=run.instructions, run_id=run_id
                 )
             )
+            run.url_check.skip_to(messages)  # the prompt was checked above
         if self._core.tracer is not None:
             run.start_span()
         return run
@@ -532,6 +549,14 @@ class Agent(Generic[DepsT, OutputT]):
             output_retries=state.output_retries,
         )
         run.cancellable = cancellable
+        # The stored history, its queued messages and external results are content like a prompt.
+        policy = self._core.url_policy
+        run.url_check.new_messages(messages)
+        for message in state.queued_messages:
+            check_message(policy, message)
+        for decision in checked.values():
+            if isinstance(decision, ExternalResult):
+                check_content(policy, decision.value)
         if (
             self._core.extended
             or options is not NO_OPTIONS

@@ -78,7 +78,10 @@ class PausedState(msgspec.Struct, kw_only=True):
     output_retries: int
     """Output retries used."""
     pending: list[DeferredCall]
-    """The calls that need a decision, in call order."""
+    """The calls that need a decision, in call order.
+
+    Not trusted on resume: which calls need a decision is derived again from the tools, and a
+    state whose `pending` leaves one out is refused."""
     immediate_call_ids: list[str]
     """Calls of the same response that run without a decision when the run resumes."""
     tool_fingerprint: str

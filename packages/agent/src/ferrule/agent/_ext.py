@@ -7,7 +7,6 @@ the loop never touches this module.
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -44,9 +43,6 @@ __all__ = ["LOAD_CAPABILITY_NAME", "RunExt", "RunOptions"]
 LOAD_CAPABILITY_NAME = "load_capability"
 """The name of the framework's capability-loading tool."""
 
-_RUNS: weakref.WeakValueDictionary[str, RunExt] = weakref.WeakValueDictionary()
-"""Run ID to its extension state, so the framework tools (built once) find their run."""
-
 
 class RunOptions:
     """Run-level extension options, as passed to `run(...)`."""
@@ -81,20 +77,13 @@ class RunOptions:
 NO_OPTIONS = RunOptions()
 
 
-def _run_ext(ctx: RunContext[Any]) -> RunExt:
-    ext = _RUNS.get(ctx.run_id)
-    if ext is None:  # pragma: no cover - the tool is only offered by a live run
-        raise RuntimeError("the framework tool was called outside of its run")
-    return ext
-
-
 async def load_capability(ctx: RunContext[Any], capability: str) -> str:
     """Load a capability from the catalog in your instructions: its tools and instructions become available.
 
     Args:
         capability: The ID of the capability to load, exactly as listed in the catalog.
     """
-    return await _run_ext(ctx).load(ctx, capability)
+    raise AssertionError("only the copies bound to a run are called")  # pragma: no cover
 
 
 async def tool_search(
@@ -108,25 +97,24 @@ async def tool_search(
         query: Words describing the tool you need.
         max_results: How many tools to return at most.
     """
-    return _run_ext(ctx).search(query, max_results)
+    raise AssertionError("only the copies bound to a run are called")  # pragma: no cover
 
 
-_framework: dict[str, Tool[Any]] = {}  # built on first use: building a Tool costs milliseconds at import
+# The framework tools' definitions, built on first use (building a Tool costs milliseconds at
+# import). Each run calls copies bound to its own `RunExt` (`RunExt._framework_tool`): two runs
+# with the same run ID (two resumes of one pause) never reach each other's state.
+_prototypes: dict[str, Tool[Any]] = {}
 
 
-def _framework_tool(name: str) -> Tool[Any]:
-    tool = _framework.get(name)
+def _prototype(name: str) -> Tool[Any]:
+    tool = _prototypes.get(name)
     if tool is None:
         if name == LOAD_CAPABILITY_NAME:
             tool = Tool(load_capability, sequential=True, side_effect="idempotent", max_retries=3)
         else:
             tool = Tool(tool_search, side_effect="read_only", max_retries=3)
-        _framework[name] = tool
+        _prototypes[name] = tool
     return tool
-
-
-def _is_framework(tool: Tool[Any]) -> bool:
-    return _framework.get(tool.name) is tool
 
 
 class RunExt:
@@ -170,7 +158,7 @@ class RunExt:
         if self.registry is not None:
             self._activate(self.registry.eager_plan(), on_demand=False)
             self._reconstruct(resumed_capabilities)
-        _RUNS[run.run_id] = self
+        self._framework: dict[str, Tool[Any]] = {}
         self.rebuild()
 
     # --- capabilities ------------------------------------------------------------------------------
@@ -417,7 +405,7 @@ class RunExt:
             for toolset in capability.toolsets:
                 tools.extend(await tools_of(toolset, ctx))
         if self.registry is not None and self.registry.on_demand:
-            tools.append(_framework_tool(LOAD_CAPABILITY_NAME))
+            tools.append(self._framework_tool(LOAD_CAPABILITY_NAME))
         native = run.model.profile.native_deferred_tools
         offered: list[ToolDefinition] = []
         tool_map: dict[str, Tool[Any]] = {}
@@ -425,7 +413,7 @@ class RunExt:
         deferred: list[ToolDefinition] = []
         if any(t.defer_loading for t in tools):
             self._scan_reveals()
-            tools.append(_framework_tool(TOOL_SEARCH_NAME))
+            tools.append(self._framework_tool(TOOL_SEARCH_NAME))
         for tool in tools:
             definition: ToolDefinition | None = tool.definition
             if tool.prepare is not None:
@@ -433,7 +421,7 @@ class RunExt:
                 if inspect.isawaitable(prepared):
                     prepared = await prepared
                 definition = _same_name(tool, prepared, "prepare()")
-            if definition is not None and self.prepare_policies and not _is_framework(tool):
+            if definition is not None and self.prepare_policies and not self.is_framework(tool):
                 for policy in self.prepare_policies:
                     if not policy.applies_to(tool.name):
                         continue
@@ -474,7 +462,29 @@ class RunExt:
 
     def is_framework(self, tool: Tool[Any]) -> bool:
         """Whether `tool` is the framework's own (`load_capability`, `tool_search`)."""
-        return _is_framework(tool)
+        return self._framework.get(tool.name) is tool
+
+    def _framework_tool(self, name: str) -> Tool[Any]:
+        """This run's copy of a framework tool, calling into this `RunExt` (built once per run)."""
+        tool = self._framework.get(name)
+        if tool is None:
+            tool = _prototype(name)._clone()  # pyright: ignore[reportPrivateUsage]
+            if name == LOAD_CAPABILITY_NAME:
+
+                async def load(ctx: RunContext[Any], capability: str) -> str:
+                    return await self.load(ctx, capability)
+
+                tool.function = load
+            else:
+
+                async def search(
+                    ctx: RunContext[Any], query: str, max_results: int = 5
+                ) -> list[dict[str, Any]]:
+                    return self.search(query, max_results)
+
+                tool.function = search
+            self._framework[name] = tool
+        return tool
 
     # --- tool search ------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ferrule.core.usage import RunUsage
 
     from ._context import RunContext
+    from ._sync_tools import ToolThreads
     from ._tools import Tool
 
 __all__ = ["InstrumentationSettings", "Tracer"]
@@ -81,7 +82,7 @@ class _Span:
         except Exception as exc:
             _fail_open("setting a span attribute", exc)
 
-    async def call(self, tool: Tool[Any], ctx: RunContext[Any], args: Any) -> Any:
+    async def call(self, tool: Tool[Any], ctx: RunContext[Any], args: Any, threads: ToolThreads) -> Any:
         """Run a tool with this span current, so nested agent runs and client spans nest under it."""
         token: Any = None
         try:
@@ -89,7 +90,7 @@ class _Span:
         except Exception as exc:
             _fail_open("attaching the tool span", exc)
         try:
-            return await tool.call(ctx, args)
+            return await tool.call(ctx, args, threads=threads)
         finally:
             if token is not None:
                 try:
@@ -270,8 +271,8 @@ class _NoSpan(_Span):
     def set(self, key: str, value: Any) -> None:
         return None
 
-    async def call(self, tool: Tool[Any], ctx: RunContext[Any], args: Any) -> Any:
-        return await tool.call(ctx, args)
+    async def call(self, tool: Tool[Any], ctx: RunContext[Any], args: Any, threads: ToolThreads) -> Any:
+        return await tool.call(ctx, args, threads=threads)
 
     def _end(self, error_type: str | None = None) -> None:
         return None

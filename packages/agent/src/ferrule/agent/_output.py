@@ -19,7 +19,8 @@ from ferrule.core.model import TEXT_OUTPUT, JsonObjectOutput, JsonSchemaOutput, 
 from ferrule.core.profile import ModelProfile, StructuredOutputMode
 
 from ._schema import check_against, compile_schema, is_object_schema, strip_title, type_schema
-from ._tools import Tool, run_in_thread
+from ._sync_tools import ToolThreads
+from ._tools import Tool
 from .exceptions import OutputSpecError
 
 __all__ = [
@@ -174,12 +175,13 @@ class TextFunction:
         except (TypeError, ValueError):  # builtins without signatures take the text only
             self.takes_ctx = False
 
-    async def call(self, ctx: Any, text: str) -> Any:
-        """Apply the function to the final text."""
+    async def call(self, ctx: Any, text: str, *, threads: ToolThreads) -> Any:
+        """Apply the function to the final text (a sync function in a worker thread of `threads`)."""
         args = (ctx, text) if self.takes_ctx else (text,)
         if self.is_async:
             return await self.function(*args)
-        return await run_in_thread(self.function, args, {})
+        name = getattr(self.function, "__name__", None) or "text output function"
+        return await threads.run(self.function, args, {}, name=name)
 
 
 class OutputChoice:

@@ -15,6 +15,7 @@ import anyio
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.errors import UrlPolicyError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
@@ -76,6 +77,7 @@ from ._output import OutputChoice, OutputPlan, TextFunction
 from ._partial import JsonPrefix
 from ._schema import partial_ok
 from ._tools import Tool, ToolLimits, ToolReturn, args_error_details
+from ._url_check import UrlCheck, check_content
 from .exceptions import (
     ContentFilteredResponseError,
     DecisionError,
@@ -246,6 +248,7 @@ class Run:
         "tool_retries",
         "trace_parent",
         "unknown_outcomes",
+        "url_check",
         "usage",
         "usage_limits",
     )
@@ -318,6 +321,7 @@ class Run:
         self.pricing: Pricing | None = None
         self.cost: _Cost | None = None
         self._resume_queued: list[ModelRequest] | None = None
+        self.url_check = UrlCheck(core.url_policy)
         if core.pricing is not None:
             self.enable_pricing(core.pricing)
 
@@ -530,10 +534,9 @@ class Run:
         elif self.core.has_prepare:
             await self._prepare_tools()
         plan = self.plan
+        history = HistoryView(self.messages, len(self.messages))
         call = ModelCall(
-            messages=await self._history_for_call()
-            if self.history_processors
-            else HistoryView(self.messages, len(self.messages)),
+            messages=await self._history_for_call() if self.history_processors else history,
             instructions=self.instructions,
             tools=self._step_tools,
             output_tools=plan.tool_defs,
@@ -542,10 +545,15 @@ class Run:
             settings=self.settings,
             deadline=self.deadline,
         )
+        if ext is not None and ext.budget is not None:
+            call = await ext.budget.enforce(call, self.ctx)
+        # Every content URL the request carries passes the URL policy first: what entered the
+        # history since the last request, and whatever processors or the budget sent instead.
+        self.url_check.new_messages(self.messages)
+        if call.messages is not history:
+            self.url_check.replaced(call.messages, self.messages)
         hooks: HookDispatcher | None = None
         if ext is not None:
-            if ext.budget is not None:
-                call = await ext.budget.enforce(call, self.ctx)
             hooks = self.hooks
             if hooks is not None:
                 hooks.fire("model_request_start", self.usage.requests, model=self.model.system, call=call)
@@ -727,14 +735,14 @@ class Run:
             tool_name or tool.name, tool_call_id or "", self.output_retries, self.core.output_retries
         )
         try:
-            return await tool.call(ctx, raw)
+            return await tool.call(ctx, raw, threads=self.core.threads)
         except ModelRetry as retry:
             raise _OutputRejected(retry.message) from retry
 
     async def _call_text_function(self, function: TextFunction, text: str) -> Any:
         ctx = self.ctx.for_call("", "", self.output_retries, self.core.output_retries)
         try:
-            return await function.call(ctx, text)
+            return await function.call(ctx, text, threads=self.core.threads)
         except ModelRetry as retry:
             raise _OutputRejected(retry.message) from retry
 
@@ -903,7 +911,7 @@ class Run:
             await self._argument_policies(ext, calls)
         decisions = self.decisions
         if decisions is not None:
-            self._apply_decisions(calls, decisions)
+            await self._apply_decisions(calls, decisions)
         else:
             deferred: list[DeferredCall] = []
             for c in calls:
@@ -958,7 +966,7 @@ class Run:
                 c.retry_content = args_error_details(exc)
                 c.failed = True
 
-    def _apply_decisions(self, calls: list[_Call], decisions: dict[str, Decision]) -> None:
+    async def _apply_decisions(self, calls: list[_Call], decisions: dict[str, Decision]) -> None:
         state = self.pending_state
         assert state is not None
         by_id = {c.part.tool_call_id: c for c in calls}
@@ -967,10 +975,34 @@ class Run:
                 "the tools called by the paused response changed since the pause (names, kinds or schemas differ); "
                 "resume with an agent built from the same definition"
             )
+        # The state says which calls wait for a decision, but an unsigned (or hand-built) state can
+        # say anything: which calls need one is derived again from the tools, before anything runs.
+        for c in calls:
+            if c.kind != "function" or c.part.tool_call_id in decisions:
+                continue
+            assert c.tool is not None
+            if await self._needs_approval(c):
+                what = "is external" if c.tool.kind == "external" else "needs approval"
+                raise PausedStateError(
+                    f"the paused state does not list call {c.part.tool_call_id!r} ({c.part.tool_name}) as pending, "
+                    f"but the tool {what}; the state was modified or built by hand. Nothing was executed: "
+                    "resume only states written by run_until_pause (sign them with integrity_key)"
+                )
         for call_id, decision in decisions.items():
             c = by_id.get(call_id)
             if c is None or c.kind != "function":
                 raise DecisionError(f"the paused call {call_id!r} is no longer a valid call of a known tool")
+            assert c.tool is not None
+            if c.tool.kind == "external" and isinstance(decision, Approved):
+                raise DecisionError(
+                    f"call {call_id!r} ({c.part.tool_name}) is of an external tool: supply ExternalResult "
+                    "(or Denied); the paused state lists it with the wrong kind"
+                )
+            if c.tool.kind != "external" and isinstance(decision, ExternalResult):
+                raise DecisionError(
+                    f"call {call_id!r} ({c.part.tool_name}) needs approval: decide with Approved or Denied; "
+                    "the paused state lists it with the wrong kind"
+                )
             if isinstance(decision, Approved) and decision.override_args is not None:
                 assert c.tool is not None
                 try:
@@ -1326,14 +1358,23 @@ class Run:
         span = tracer.tool_span(name, part, self.trace_parent) if tracer is not None else None
         self.usage.tool_calls += 1
         c.started = True
+        threads = self.core.threads
         try:
             timeout = limits.timeout
             value: Any = None
             if timeout is None:
-                value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
+                value = await (
+                    tool.call(ctx, c.args, threads=threads)
+                    if span is None
+                    else span.call(tool, ctx, c.args, threads)
+                )
             else:
                 with anyio.move_on_after(timeout) as scope:
-                    value = await (tool.call(ctx, c.args) if span is None else span.call(tool, ctx, c.args))
+                    value = await (
+                        tool.call(ctx, c.args, threads=threads)
+                        if span is None
+                        else span.call(tool, ctx, c.args, threads)
+                    )
                 if scope.cancelled_caught:
                     c.result = self._timed_out(c, timeout)
                     if span is not None:
@@ -1396,7 +1437,9 @@ class Run:
             tool_call_id=c.part.tool_call_id,
         )
 
-    def _failed_after_run(self, c: _Call, reason: str) -> ToolReturnPart | RetryPromptPart:
+    def _failed_after_run(
+        self, c: _Call, reason: str, fix: str = "call it so that it returns less"
+    ) -> ToolReturnPart | RetryPromptPart:
         tool = c.tool
         assert tool is not None
         name = c.part.tool_name
@@ -1409,7 +1452,7 @@ class Run:
             )
         c.failed = True
         return RetryPromptPart(
-            content=f"Tool {name!r} ran, but {reason}; call it so that it returns less.",
+            content=f"Tool {name!r} ran, but {reason}; {fix}.",
             tool_name=name,
             tool_call_id=c.part.tool_call_id,
         )
@@ -1446,6 +1489,16 @@ class Run:
             c.follow_up = None
             return self._failed_after_run(
                 c, f"its result of {size} bytes exceeds the limit of {limits.max_result_bytes} bytes"
+            )
+        try:
+            check_content(self.core.url_policy, content)
+            check_content(self.core.url_policy, c.follow_up)
+        except UrlPolicyError as exc:
+            c.follow_up = None
+            return self._failed_after_run(
+                c,
+                f"it returned content by a URL that may not be fetched ({exc})",
+                "return it without that URL",
             )
         return ToolReturnPart(
             tool_name=part.tool_name, content=content, tool_call_id=part.tool_call_id, metadata=metadata

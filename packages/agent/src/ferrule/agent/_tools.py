@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import inspect
 import math
-import sys
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Generic, Literal, TypeAlias, cast, get_origin
 
-import anyio.to_thread
 import msgspec
 
 from ferrule.core import bounded_json
@@ -22,6 +19,7 @@ from ferrule.core.model import ToolDefinition
 from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
+from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
 from .exceptions import ToolDefinitionError
 
 __all__ = [
@@ -64,6 +62,9 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds one call may run; `None` means only the run deadline applies."""
     max_tool_calls: int | None = None
     """Function tool calls allowed in a whole run (checked before each batch runs); agent-level only."""
+    max_sync_threads: int = DEFAULT_SYNC_THREADS
+    """Worker threads the agent's sync tools and output functions may occupy at once, across all its
+    runs, counting calls that timed out but are still running; agent-level only."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -78,6 +79,8 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
                 raise ValueError(f"ToolLimits.{name} must be positive, got {value}")
         if self.timeout is not None and (not math.isfinite(self.timeout) or self.timeout <= 0):
             raise ValueError(f"ToolLimits.timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.max_sync_threads < 1:
+            raise ValueError(f"ToolLimits.max_sync_threads must be at least 1, got {self.max_sync_threads}")
         if self.max_tool_calls is not None and self.max_tool_calls < 0:
             raise ValueError(f"ToolLimits.max_tool_calls must be >= 0, got {self.max_tool_calls}")
 
@@ -102,6 +105,7 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
             max_follow_up_bytes=min(self.max_follow_up_bytes, o.max_follow_up_bytes),
             timeout=low(low(self.timeout, o.timeout), timeout),
             max_tool_calls=self.max_tool_calls,
+            max_sync_threads=self.max_sync_threads,
         )
 
 
@@ -133,14 +137,15 @@ class Tool(Generic[DepsT]):
     """A function the model can call.
 
     Schema and descriptions come from the signature and docstring; arguments are validated with a
-    msgspec Struct built once, here. Sync functions run in a worker thread; async ones are awaited.
-    The first parameter may be a `RunContext[Deps]`.
+    msgspec Struct built once, here. Sync functions run in a worker thread (see `call`); async ones
+    are awaited. The first parameter may be a `RunContext[Deps]`.
     """
 
     __slots__ = (
         "_call_sync",
         "_field_names",
         "_raw",
+        "_threads",
         "_validator",
         "args_type",
         "defer_loading",
@@ -225,6 +230,7 @@ class Tool(Generic[DepsT]):
         """Kept out of the request until the built-in `tool_search` tool surfaces it."""
         self._validator: Any = None
         self._raw = False
+        self._threads: ToolThreads | None = None
         if external and function is None:
             if not name:
                 raise ToolDefinitionError("an external tool needs a name")
@@ -489,23 +495,34 @@ class Tool(Generic[DepsT]):
             return cast("dict[str, Any]", args)
         return {name: getattr(args, name) for name in self._field_names}
 
-    async def call(self, ctx: RunContext[Any], args: Any) -> Any:
-        """Call the function with validated arguments (sync functions in a worker thread)."""
+    async def call(self, ctx: RunContext[Any], args: Any, *, threads: ToolThreads | None = None) -> Any:
+        """Call the function with validated arguments.
+
+        A sync function runs in a worker thread of `threads` (an agent passes its own); without
+        it, in one of this tool's own `ToolThreads`.
+        """
         function = self.function
         assert function is not None
         if self._raw:
             positional = (ctx, args) if self.takes_ctx else (args,)
             if self.is_async:
                 return await function(*positional)
-            return await run_in_thread(function, positional, {})
+            return await self._pool(threads).run(function, positional, {}, name=self.name)
         kwargs = {name: getattr(args, name) for name in self._field_names}
         if self.is_async:
             if self.takes_ctx:
                 return await function(ctx, **kwargs)
             return await function(**kwargs)
-        if self.takes_ctx:
-            return await run_in_thread(function, (ctx,), kwargs)
-        return await run_in_thread(function, (), kwargs)
+        positional = (ctx,) if self.takes_ctx else ()
+        return await self._pool(threads).run(function, positional, kwargs, name=self.name)
+
+    def _pool(self, threads: ToolThreads | None) -> ToolThreads:
+        if threads is not None:
+            return threads
+        own = self._threads
+        if own is None:
+            own = self._threads = ToolThreads(owner=f"tool {self.name!r}")
+        return own
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r})"
@@ -521,43 +538,6 @@ def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: st
             f"tool {tool!r}: cannot resolve the annotation {annotation!r} of parameter {param!r} ({exc}); "
             "define the type at module level (string annotations are evaluated in the function's module)"
         ) from exc
-
-
-_executor_instance: Any = None
-_TOOL_THREADS = 40  # anyio's default worker-thread limit, so both backends allow the same parallelism
-
-
-def _executor() -> Any:
-    global _executor_instance
-    if _executor_instance is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _executor_instance = ThreadPoolExecutor(max_workers=_TOOL_THREADS, thread_name_prefix="ferrule-tool")
-    return _executor_instance
-
-
-def _call_kw(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return function(*args, **kwargs)
-
-
-async def run_in_thread(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run a blocking function in a worker thread with the caller's context variables.
-
-    Cancellation (a timeout or the run deadline) does not wait for the thread: the call's outcome
-    is then unknown, which the loop records for non-idempotent tools. On asyncio a shared executor
-    of 40 threads is used directly: it is several times cheaper per call than a generic thread hop.
-    """
-    # asyncio is only consulted when it is already imported: a trio program never pays for it.
-    asyncio = sys.modules.get("asyncio")
-    loop = asyncio._get_running_loop() if asyncio is not None else None  # pyright: ignore[reportPrivateUsage]
-    if loop is not None:
-        context = contextvars.copy_context()
-
-        def call() -> Any:
-            return context.run(function, *args, **kwargs)
-
-        return await loop.run_in_executor(_executor(), call)
-    return await anyio.to_thread.run_sync(_call_kw, function, args, kwargs, abandon_on_cancel=True)
 
 
 def as_tool(item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:

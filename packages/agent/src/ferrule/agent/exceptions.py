@@ -47,6 +47,7 @@ __all__ = [
     "RunTimeoutError",
     "ToolDefinitionError",
     "ToolRetriesExceeded",
+    "ToolThreadsExhaustedError",
     "UnexpectedModelBehavior",
     "UnknownCostError",
     "UsageLimitExceeded",
@@ -207,6 +208,14 @@ class RunTimeoutError(AgentRunError, TimeoutError):
 
 class RunCancelledError(AgentRunError):
     """The run was cancelled through its handle (`AgentRun.cancel()` / `StreamedRunResult.cancel()`)."""
+
+
+class ToolThreadsExhaustedError(AgentRunError):
+    """Every worker thread of the agent's sync tools is held by a call that timed out or was cancelled.
+
+    Those calls are still running (a sync function cannot be interrupted); no sync tool of the
+    agent can run until one of them returns. The message names the tools holding the threads.
+    """
 
 
 class PauseRequiredError(AgentRunError):
