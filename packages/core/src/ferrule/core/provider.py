@@ -19,7 +19,7 @@ import functools
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeAlias, TypedDict, TypeVar
 
@@ -48,11 +48,13 @@ from .http import (
     request_id_from_headers,
 )
 from .redaction import (
+    HTTP_LOGGERS,
     Redactor,
     check_credential,
     check_header_value,
     is_sensitive_header,
     is_sensitive_param,
+    redact_logs_of,
 )
 from .sse import SseEvent, SseParser
 from .url_policy import UrlPolicy, redact_url, url_origin
@@ -77,8 +79,8 @@ _ProviderT = TypeVar("_ProviderT", bound="Provider")
 
 
 def redacts_errors(
-    method: Callable[Concatenate[_ProviderT, _P], Awaitable[_T]],
-) -> Callable[Concatenate[_ProviderT, _P], Awaitable[_T]]:
+    method: Callable[Concatenate[_ProviderT, _P], Coroutine[Any, Any, _T]],
+) -> Callable[Concatenate[_ProviderT, _P], Coroutine[Any, Any, _T]]:
     """Make any error leaving a provider's async method go through the provider's `redactor`.
 
     For the methods that parse what a request returned (model listings, file records): their errors
@@ -397,6 +399,7 @@ class Provider:
     # -- internals -------------------------------------------------------------------------------
 
     def _http_client(self) -> httpx2.AsyncClient:
+        _redact_http_logs()
         if not self._owns_client:
             assert self._client is not None
             return self._client
@@ -602,7 +605,8 @@ class _Call:
         end, limit = self.wait_deadline("first_byte")
         response: httpx2.Response | None = None
         failure: ProviderError | None = None
-        with anyio.CancelScope(deadline=end):
+        # httpcore2 logs the response headers at DEBUG, where a server may echo the credential.
+        with anyio.CancelScope(deadline=end), self.redactor.in_logs():
             try:
                 response = await self.client.send(self.request, stream=True, follow_redirects=False)
             except httpx2.HTTPError as exc:
@@ -899,6 +903,11 @@ def _loop_token() -> object:
     import trio  # only reached inside a trio run, so trio is installed
 
     return trio.lowlevel.current_trio_token()
+
+
+@functools.cache
+def _redact_http_logs() -> None:
+    redact_logs_of(HTTP_LOGGERS)
 
 
 @functools.cache

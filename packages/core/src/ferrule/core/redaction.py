@@ -18,9 +18,11 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import logging
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final, Self, cast
 
@@ -29,6 +31,7 @@ import msgspec
 from .errors import FerruleError, InvalidCredentialError, UserError
 
 __all__ = [
+    "HTTP_LOGGERS",
     "MIN_SECRET_CHARS",
     "REDACTED",
     "Redactor",
@@ -38,6 +41,7 @@ __all__ = [
     "is_sensitive_header",
     "is_sensitive_param",
     "redact_headers",
+    "redact_logs_of",
 ]
 
 REDACTED: Final = "<redacted>"
@@ -86,7 +90,13 @@ def redact_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> di
 
 
 def _describe_char(char: str) -> str:
-    names = {"\n": "a line feed", "\r": "a carriage return", "\x00": "a NUL character", "\t": "a tab", " ": "a space"}
+    names = {
+        "\n": "a line feed",
+        "\r": "a carriage return",
+        "\x00": "a NUL character",
+        "\t": "a tab",
+        " ": "a space",
+    }
     if char in names:
         return names[char]
     if ord(char) < 0x20 or ord(char) == 0x7F:
@@ -269,8 +279,74 @@ class Redactor:
         if isinstance(exc, Exception):
             self.scrub(exc)
 
+    def in_logs(self) -> _LogScope:
+        """A context manager under which third-party log records (see `redact_logs_of`) go through this redactor.
+
+        Scoped with a context variable, so only records logged by this task (and tasks it starts
+        inside the block) are affected.
+        """
+        return _LogScope(self)
+
     def __repr__(self) -> str:
         return f"Redactor({len(self.secrets)} secrets)"
+
+
+HTTP_LOGGERS: Final = (
+    "httpx2",
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
+    "httpcore2.socks",
+)
+"""The HTTP client's loggers; at DEBUG, httpcore2 logs every response's headers (a server may echo a key)."""
+
+_ACTIVE: ContextVar[Redactor | None] = ContextVar("ferrule_active_redactor", default=None)
+
+
+class _LogScope:
+    __slots__ = ("_redactor", "_token")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._token: Token[Redactor | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _ACTIVE.set(self._redactor)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._token is not None:
+            _ACTIVE.reset(self._token)
+
+
+class _ActiveRedactorFilter(logging.Filter):
+    """Redacts a record with the redactor active where it was logged; records elsewhere pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = _ACTIVE.get()
+        if redactor is not None:
+            message = record.getMessage()
+            cleaned = redactor.text(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        return True
+
+
+_FILTER: Final = _ActiveRedactorFilter()
+
+
+def redact_logs_of(names: Iterable[str]) -> None:
+    """Make the records of these (third-party) loggers go through the redactor of `Redactor.in_logs`.
+
+    Adds one shared filter to each logger, once. A filter runs only for records that are actually
+    emitted, so this costs nothing while those loggers are below their level.
+    """
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
 
 
 def _redact_match(match: re.Match[str]) -> str:
