@@ -528,6 +528,10 @@ class _Call:
         redactor = self.provider.redactor
         return redactor.extend(self._extra_secrets) if self._extra_secrets else redactor
 
+    def get_redactor(self) -> Redactor:
+        """`redactor`, as a callable: built only when a failure or a log record needs it."""
+        return self.redactor
+
     def fail(self, cls: type[ProviderError], message: str, **kwargs: Any) -> ProviderError:
         """An error of class `cls` for this call, scrubbed of every credential."""
         error = cls(
@@ -606,7 +610,7 @@ class _Call:
         response: httpx2.Response | None = None
         failure: ProviderError | None = None
         # httpcore2 logs the response headers at DEBUG, where a server may echo the credential.
-        with anyio.CancelScope(deadline=end), self.redactor.in_logs():
+        with anyio.CancelScope(deadline=end), Redactor.lazily_in_logs(self.get_redactor):
             try:
                 response = await self.client.send(self.request, stream=True, follow_redirects=False)
             except httpx2.HTTPError as exc:
@@ -619,16 +623,16 @@ class _Call:
             raise self.timeout_error("first_byte", limit)
         self.status = response.status_code
         self.headers = _headers_dict(response.headers)
-        request_id = request_id_from_headers(self.headers)
-        # A server may echo anything in a request-ID header; it ends up in messages and responses.
-        self.request_id = self.redactor.text(request_id) if request_id is not None else None
+        # A server may echo anything in a request-ID header: errors built from it are scrubbed
+        # (`fail`, `error_from_response`) and so is the debug line.
+        self.request_id = request_id_from_headers(self.headers)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug(
                 "%s %s -> HTTP %d (request id %s) headers=%s",
                 self.request.method,
                 self.url,
                 self.status,
-                self.request_id,
+                self.redactor.text(self.request_id or "none"),
                 self.redactor.headers(self.headers),
             )
         return response
