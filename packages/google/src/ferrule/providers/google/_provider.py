@@ -13,7 +13,7 @@ import msgspec
 from ferrule.core.errors import ErrorCategory, ResponseDecodeError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import UploadedFile
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 from ferrule.core.url_policy import redact_url, url_origin
 
 from ._decode import _STATUS_CATEGORIES, category_for_status
@@ -192,6 +192,7 @@ class GoogleProvider(GoogleProviderBase):
 
     # -- files ------------------------------------------------------------------------------------
 
+    @redacts_errors
     async def upload_file(
         self,
         data: bytes,
@@ -275,6 +276,7 @@ class GoogleProvider(GoogleProviderBase):
         path = parsed.raw_path.decode("ascii")
         return path
 
+    @redacts_errors
     async def inspect_file(
         self, file: GoogleFile | UploadedFile | str, *, deadline: float | None = None
     ) -> GoogleFile:
@@ -288,6 +290,7 @@ class GoogleProvider(GoogleProviderBase):
             )
         return record
 
+    @redacts_errors
     async def delete_file(
         self, file: GoogleFile | UploadedFile | str, *, deadline: float | None = None
     ) -> None:
@@ -307,6 +310,7 @@ class GoogleProvider(GoogleProviderBase):
 
     # -- discovery --------------------------------------------------------------------------------
 
+    @redacts_errors
     async def list_models(self, *, deadline: float | None = None) -> ModelList:
         """The models this key can use, following pages within `discovery_limits`."""
         limits = self.discovery_limits
@@ -412,6 +416,7 @@ class VertexAIProvider(GoogleProviderBase):
             settings = settings | {"logprobs", "top_logprobs"}
         return msgspec.structs.replace(profile, content_kinds=kinds, supported_settings=settings)
 
+    @redacts_errors
     async def list_models(self, *, deadline: float | None = None) -> NoReturn:
         """Not available here: Vertex AI's model garden is not the Gemini model list."""
         del deadline
