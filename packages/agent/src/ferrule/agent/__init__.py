@@ -58,6 +58,7 @@ from ._run import HistoryView
 from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
+from .correlation import RunCorrelation
 from .exceptions import (
     AgentRunError,
     ModelRetry,
@@ -117,6 +118,7 @@ __all__ = [
     "ResumeDecisions",
     "RetryPolicy",
     "RunContext",
+    "RunCorrelation",
     "RunState",
     "RunStep",
     "SideEffect",

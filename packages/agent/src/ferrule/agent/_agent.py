@@ -45,6 +45,7 @@ from ._util import merged_settings as _merged
 from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
+from .correlation import RunCorrelation
 from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
@@ -420,6 +421,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         model_obj = self._resolve_model(model)
         plan = self._core.plan_for(model_obj)
@@ -444,6 +447,10 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         if (
             self._core.extended
             or options is not NO_OPTIONS
@@ -468,7 +475,7 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             )
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _resume_run(
@@ -484,6 +491,8 @@ class Agent(Generic[DepsT, OutputT]):
         integrity_key: bytes | None,
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         if isinstance(state, Paused):
             state = state.state
@@ -532,6 +541,10 @@ class Agent(Generic[DepsT, OutputT]):
             output_retries=state.output_retries,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         if (
             self._core.extended
             or options is not NO_OPTIONS
@@ -540,7 +553,7 @@ class Agent(Generic[DepsT, OutputT]):
             self._extend(run, options, model_settings, resumed=state.capabilities)
         run.resume_from(state, checked)
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _extend(
@@ -576,12 +589,16 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
         Raises `PauseRequiredError` if a tool needs approval or external execution: use
         `run_until_pause` for agents with deferred tools. `event_handler`, when given, receives every
-        stream event (the model is then called in streaming mode).
+        stream event (the model is then called in streaming mode). `correlation` (a
+        `RunCorrelation`) reaches the `run_start` hook event and the agent span; `trace_parent` (an
+        OpenTelemetry `Context`) is the agent span's parent. Every entry point takes both.
         """
         run = await self._start(
             user_prompt,
@@ -592,6 +609,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -626,6 +645,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """The blocking form of `run`, for code without an event loop."""
         call = functools.partial(
@@ -644,6 +665,8 @@ class Agent(Generic[DepsT, OutputT]):
             history_processors=history_processors,
             context_budget=context_budget,
             pending_messages=pending_messages,
+            correlation=correlation,
+            trace_parent=trace_parent,
         )
         try:
             anyio.get_current_task()
@@ -671,6 +694,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
         run = await self._start(
@@ -682,6 +707,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -712,6 +739,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Continue a paused run with exactly one decision per pending call.
 
@@ -728,6 +757,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             options=_options(
                 toolsets,
@@ -759,6 +790,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[AgentRun[OutputT]]:
         """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
         run = await self._start(
@@ -770,6 +803,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -804,6 +839,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
         run = await self._start(
@@ -815,6 +852,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -846,6 +885,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
         run = self._resume_run(
@@ -856,6 +897,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             cancellable=True,
             options=_options(
