@@ -366,7 +366,7 @@ class GraphBuilder(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
 
 
 def _check_name(name: Any, limits: GraphLimits, what: str, node: str | None = None) -> None:
-    owner = node if node is not None else name if isinstance(name, str) else None
+    owner = node if node is not None else name if isinstance(name, str) and name else None
     if not isinstance(name, str) or not name:
         raise InvalidNodeNameError(f"a {what} name must be a non-empty string, got {name!r}", node=owner)
     size = len(name.encode("utf-8", "surrogatepass"))
