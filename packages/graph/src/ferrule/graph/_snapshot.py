@@ -228,7 +228,8 @@ def _envelope_limits(limits: GraphLimits) -> bounded_json.JsonLimits:
         name="graph_snapshot",
         max_bytes=limits.max_snapshot_bytes,
         max_depth=2,
-        max_string_bytes=limits.max_snapshot_payload_bytes,
+        # Payload strings are bounded again, one by one, with the payload limits.
+        max_string_bytes=max(limits.max_snapshot_payload_bytes, 1024),
         max_items=64,
         max_number_chars=32,
     )
