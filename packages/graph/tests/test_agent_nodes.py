@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_type
 
 import anyio
 import msgspec
 import pytest
-from typing_extensions import assert_type
 
 from ferrule.agent import (
     Agent,
@@ -28,7 +27,15 @@ from ferrule.agent import (
 )
 from ferrule.agent.exceptions import DecisionError, RunCancelledError, RunTimeoutError
 from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RequestUsage
 from ferrule.graph import (
@@ -64,6 +71,7 @@ class Deps:
 
 
 Ctx = GraphContext[None, Deps]
+Step = Callable[[Ctx, str], Awaitable[str]]
 
 
 def prompts(messages: Sequence[Message]) -> list[str]:
@@ -80,12 +88,15 @@ def echo_model(seen: list[list[str]] | None = None) -> FunctionModel:
     def answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
         if seen is not None:
             seen.append(prompts(messages))
-        return ModelResponse(parts=[TextPart(f"echo: {prompts(messages)[-1]}")], usage=RequestUsage(input_tokens=5, output_tokens=2))
+        return ModelResponse(
+            parts=[TextPart(f"echo: {prompts(messages)[-1]}")],
+            usage=RequestUsage(input_tokens=5, output_tokens=2),
+        )
 
     return FunctionModel(answer)
 
 
-def one_node_graph(node: Any, value_type: Any = str):  # noqa: ANN201 - inferred
+def one_node_graph(node: Any, value_type: Any = str):
     g = GraphBuilder[None, Deps, str, Any, Any]()
     g.start(lambda ctx, text: text)
     g.step("ask", node)
@@ -109,7 +120,7 @@ async def test_buffered_node_injects_graph_deps_and_applies_the_result() -> None
         applied.append(result)
         return result.output.upper()
 
-    node = agent_node(agent, prepare=lambda ctx, text: f"Say {text}", apply=apply)
+    node: Step = agent_node(agent, prepare=lambda ctx, text: f"Say {text}", apply=apply)
     out = await one_node_graph(node).run("hi", deps=Deps("Lyon"))
     assert out == "ECHO: SAY HI"
     assert seen == [["Say hi"]]
@@ -135,7 +146,7 @@ async def test_prepare_options_reach_the_run_and_explicit_deps_win() -> None:
     def prepare(ctx: Ctx, text: str) -> tuple[str, AgentRunOptions]:
         return text, AgentRunOptions(deps=Deps("Oslo"), model_settings=ModelSettings(max_tokens=7))
 
-    node = agent_node(agent, prepare=prepare, apply=lambda ctx, r: r.output)
+    node: Step = agent_node(agent, prepare=prepare, apply=lambda ctx, r: r.output)
     await one_node_graph(node).run("x", deps=Deps("Lyon"))
     assert cities == ["Oslo"]
     assert settings_seen == [7]
@@ -149,7 +160,9 @@ class Verdict(msgspec.Struct):
 async def test_typed_node_keeps_the_agent_output_type() -> None:
     def answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
         tool = info.output_tools[0].name
-        return ModelResponse(parts=[ToolCallPart(tool, {"approved": True, "notes": "fine"}, tool_call_id="o1")])
+        return ModelResponse(
+            parts=[ToolCallPart(tool, {"approved": True, "notes": "fine"}, tool_call_id="o1")]
+        )
 
     critic = Agent(FunctionModel(answer), output_type=Verdict)
 
@@ -190,12 +203,15 @@ async def test_streaming_node_hands_every_event_to_the_handler_then_the_observer
             assert event.event is handled[-1]
             order.append("observer")
 
-    node = agent_node(agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, stream=handler, observer=observer)
+    node: Step = agent_node(
+        agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, stream=handler, observer=observer
+    )
     assert await one_node_graph(node).run("go", deps=Deps("x")) == "abc"
     assert len(handled) >= 3
     assert order == ["handler", "observer"] * len(handled)
     kinds = [e.kind for e in observed]
-    assert kinds[0] == "start" and kinds[-1] == "end"
+    assert kinds[0] == "start"
+    assert kinds[-1] == "end"
     assert kinds.count("stream") == len(handled)
     assert observed[-1].result is not None
 
@@ -224,8 +240,16 @@ async def test_a_failing_stream_handler_aborts_before_apply() -> None:
     def handler(event: AgentStreamEvent) -> None:
         raise HandlerBroke("no more")
 
-    node = agent_node(
-        agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: applied.append(r), stream=handler, observer=observed.append
+    def apply(ctx: Ctx, result: AgentRunResult[str]) -> str:
+        applied.append(result)
+        return result.output
+
+    node: Step = agent_node(
+        agent,
+        prepare=lambda ctx, t: t,
+        apply=apply,
+        stream=handler,
+        observer=observed.append,
     )
     run = await one_node_graph(node).iter("go", deps=Deps("x"))
     with pytest.raises(StepFailed) as info:
@@ -261,21 +285,28 @@ async def test_failures_become_step_failed_with_phase_and_original_type(phase: s
         return result.output
 
     observed: list[AgentNodeEvent] = []
-    node = agent_node(Agent(FunctionModel(answer)), prepare=prepare, apply=apply, observer=observed.append)
+    node: Step = agent_node(
+        Agent(FunctionModel(answer)), prepare=prepare, apply=apply, observer=observed.append
+    )
     with pytest.raises(StepFailed) as info:
         await one_node_graph(node).run("x", deps=Deps("x"))
     assert info.value.phase == phase
     assert info.value.node == "ask"
     assert info.value.error_type == "Oops"
     assert isinstance(info.value.__cause__, Oops)
-    assert [(e.kind, e.phase, e.error_type) for e in observed] == [("start", None, None), ("failure", phase, "Oops")]
+    assert [(e.kind, e.phase, e.error_type) for e in observed] == [
+        ("start", None, None),
+        ("failure", phase, "Oops"),
+    ]
 
 
 async def test_memory_errors_and_cancellation_are_not_wrapped() -> None:
     def oom(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
         raise MemoryError
 
-    node = agent_node(Agent(FunctionModel(oom)), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output)
+    node: Step = agent_node(
+        Agent(FunctionModel(oom)), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output
+    )
     with pytest.raises(MemoryError):
         await one_node_graph(node).run("x", deps=Deps("x"))
 
@@ -287,8 +318,11 @@ async def test_memory_errors_and_cancellation_are_not_wrapped() -> None:
         raise AssertionError
 
     token = CancelToken()
-    node = agent_node(
-        Agent(FunctionModel(slow)), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, control=Control(cancel=token)
+    node: Step = agent_node(
+        Agent(FunctionModel(slow)),
+        prepare=lambda ctx, t: t,
+        apply=lambda ctx, r: r.output,
+        control=Control(cancel=token),
     )
     graph = one_node_graph(node)
     errors: list[BaseException] = []
@@ -315,7 +349,7 @@ async def test_control_timeout_only_tightens(prepared: float, control: float) ->
         await anyio.sleep_forever()
         raise AssertionError
 
-    node = agent_node(
+    node: Step = agent_node(
         Agent(FunctionModel(never), run_timeout=60),
         prepare=lambda ctx, t: (t, AgentRunOptions(timeout=prepared)),
         apply=lambda ctx, r: r.output,
@@ -339,11 +373,15 @@ async def test_graph_identity_reaches_agent_hooks_and_spans() -> None:
     with provider.get_tracer("app").start_as_current_span("graph") as graph_span:
         parent = trace.set_span_in_context(graph_span)
     events: list[HookEvent] = []
-    agent = Agent(echo_model(), hooks=[events.append], instrument=InstrumentationSettings(tracer_provider=provider))
+    agent = Agent(
+        echo_model(), hooks=[events.append], instrument=InstrumentationSettings(tracer_provider=provider)
+    )
     g = GraphBuilder[None, Deps, str, str, str]()
     g.start(lambda ctx, t: t)
     g.step("draft", agent_node(agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output))
-    g.step("revise", agent_node(agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, name="Revise it"))
+    g.step(
+        "revise", agent_node(agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, name="Revise it")
+    )
     g.end(lambda ctx, t: t)
     g.entry("draft")
     g.connect("draft", "revise")
@@ -364,7 +402,7 @@ async def test_graph_identity_reaches_agent_hooks_and_spans() -> None:
 
 
 async def test_agent_nodes_are_never_fan_out_branches() -> None:
-    node = agent_node(Agent(echo_model()), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output)
+    node: Step = agent_node(Agent(echo_model()), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output)
     g = GraphBuilder[None, None, str, Any, Any]()
     g.start(lambda ctx, t: t)
     g.fan_out("f", branches=[ParallelBranch("agent", node)], join=Join(list, lambda a, r: [*a, r]))  # type: ignore[arg-type]
@@ -380,9 +418,10 @@ async def test_agent_nodes_are_never_fan_out_branches() -> None:
 
 
 async def test_conversation_copies_history_and_accumulates_usage() -> None:
-    original: list[Message] = [ModelRequest(parts=[UserPromptPart("hello")])]
+    first_request = ModelRequest(parts=[UserPromptPart("hello")])
+    original: list[Message] = [first_request]
     conversation = Conversation(messages=original)
-    original[0].parts.append(UserPromptPart("mutated"))
+    first_request.parts.append(UserPromptPart("mutated"))
     assert len(conversation.messages[0].parts) == 1  # a deep copy, not a shared message
 
     def answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
@@ -416,7 +455,8 @@ async def test_conversation_copies_history_and_accumulates_usage() -> None:
     # It serializes inside a state Struct, so graph snapshots can carry it.
     codec = JsonCodec(Conversation, int)
     again = codec.decode_state(codec.encode_state(conversation))
-    assert again.messages == conversation.messages and again.usage == conversation.usage
+    assert again.messages == conversation.messages
+    assert again.usage == conversation.usage
 
 
 # --- human in the loop ----------------------------------------------------------------------------
@@ -438,7 +478,7 @@ def paying_agent(log: list[str]) -> Agent[None, str]:
     return Agent(FunctionModel(answer), tools=[Tool(pay, requires_approval=True)])
 
 
-def approval_graph(log: list[str]):  # noqa: ANN201 - inferred
+def approval_graph(log: list[str]):
     g = GraphBuilder[None, None, str, str, str](definition_id="pay")
     g.start(lambda ctx, t: t)
 
@@ -515,13 +555,21 @@ def test_human_in_the_loop_across_two_processes(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     app = str(APPS / "approval_graph.py")
     first = subprocess.run(
-        [sys.executable, app, "start", str(snapshot), str(log)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, app, "start", str(snapshot), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == "paused at payer ['pay']"
     assert log.read_text().splitlines() == ["step prepare_request", "model request first"]
     second = subprocess.run(
-        [sys.executable, app, "resume", str(snapshot), str(log)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, app, "resume", str(snapshot), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == "paid 250 to alice (2 requests) prepared 1"

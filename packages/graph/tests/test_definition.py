@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -66,23 +67,26 @@ def test_a_valid_graph_builds_and_is_reusable() -> None:
     assert graph.node_index("s2") == 2
 
 
-@pytest.mark.parametrize(
-    ("mutate", "error", "node"),
-    [
-        (lambda g: g.step("s0", inc), DuplicateNodeError, "s0"),
-        (lambda g: g.step("", inc), InvalidNodeNameError, None),
-        (lambda g: g.step("has space", inc), InvalidNodeNameError, "has space"),
-        (lambda g: g.step("9lives", inc), InvalidNodeNameError, "9lives"),
-        (lambda g: g.step("naïve", inc), InvalidNodeNameError, "naïve"),
-        (lambda g: g.branch("s0", "x", "s1"), InvalidRouteError, "s0"),
-        (lambda g: g.connect("s0", "s1"), InvalidRouteError, "s0"),
-        (lambda g: g.connect("s2", "nowhere"), UnknownNodeError, "s2"),
-        (lambda g: g.connect("ghost", "s1"), UnknownNodeError, "ghost"),
-        (lambda g: g.step("island", inc), MissingRouteError, "island"),
-        (lambda g: g.entry("s1"), IncompleteGraphError, None),
-    ],
-)
-def test_each_malformed_definition_is_refused_naming_the_node(mutate: Any, error: type[Exception], node: Any) -> None:
+B = GraphBuilder[None, None, int, int, int]
+MUTATIONS: list[tuple[Callable[[B], object], type[Exception], str | None]] = [
+    (lambda g: g.step("s0", inc), DuplicateNodeError, "s0"),
+    (lambda g: g.step("", inc), InvalidNodeNameError, None),
+    (lambda g: g.step("has space", inc), InvalidNodeNameError, "has space"),
+    (lambda g: g.step("9lives", inc), InvalidNodeNameError, "9lives"),
+    (lambda g: g.step("naïve", inc), InvalidNodeNameError, "naïve"),
+    (lambda g: g.branch("s0", "x", "s1"), InvalidRouteError, "s0"),
+    (lambda g: g.connect("s0", "s1"), InvalidRouteError, "s0"),
+    (lambda g: g.connect("s2", "nowhere"), UnknownNodeError, "s2"),
+    (lambda g: g.connect("ghost", "s1"), UnknownNodeError, "ghost"),
+    (lambda g: g.step("island", inc), MissingRouteError, "island"),
+    (lambda g: g.entry("s1"), IncompleteGraphError, None),
+]
+
+
+@pytest.mark.parametrize(("mutate", "error", "node"), MUTATIONS)
+def test_each_malformed_definition_is_refused_naming_the_node(
+    mutate: Callable[[B], object], error: type[Exception], node: str | None
+) -> None:
     g = linear(3)  # valid: s0 -> s1 -> s2 -> end, apart from what `mutate` adds
     mutate(g)
     with pytest.raises(error) as info:
@@ -180,12 +184,16 @@ def test_cycles_are_allowed_and_nodes_behind_a_cycle_are_reachable() -> None:
     assert len(g.build().nodes) == 3
 
 
+def total(acc: int, result: int) -> int:
+    return acc + result
+
+
 def fan_out_builder(**overrides: Any) -> GraphBuilder[None, None, int, int, int]:
     g = skeleton()
     spec: dict[str, Any] = {
         "mode": "broadcast",
         "branches": [ParallelBranch("x", inc)],
-        "join": Join(lambda: 0, lambda acc, r: acc + r),
+        "join": Join(lambda: 0, total),
     }
     spec.update(overrides)
     g.fan_out("f", **spec)
@@ -199,9 +207,13 @@ def fan_out_builder(**overrides: Any) -> GraphBuilder[None, None, int, int, int]
     [
         ({"mode": "scatter"}, InvalidFanOutError, "mode"),
         ({"mode": "map"}, InvalidFanOutError, "map="),
-        ({"map": lambda ctx, v, emit: None}, InvalidFanOutError, "only used with mode='map'"),
+        ({"map": inc}, InvalidFanOutError, "only used with mode='map'"),
         ({"branches": []}, InvalidFanOutError, "no branches"),
-        ({"branches": [ParallelBranch("x", inc), ParallelBranch("x", inc)]}, DuplicateNodeError, "two branches"),
+        (
+            {"branches": [ParallelBranch("x", inc), ParallelBranch("x", inc)]},
+            DuplicateNodeError,
+            "two branches",
+        ),
         ({"branches": [ParallelBranch("bad name", inc)]}, InvalidNodeNameError, "parallel branch"),
         ({"branches": ["not a branch"]}, InvalidFanOutError, "ParallelBranch"),
         ({"join": "nope"}, InvalidFanOutError, "Join"),
@@ -285,7 +297,11 @@ def test_limits_must_be_positive_ints() -> None:
 
 def test_metadata_is_optional_and_checked_at_build() -> None:
     g = skeleton()
-    g.step("a", inc, metadata=NodeMetadata(label="A", description="does a", group="G", source=SourceLocation("x.py", 3)))
+    g.step(
+        "a",
+        inc,
+        metadata=NodeMetadata(label="A", description="does a", group="G", source=SourceLocation("x.py", 3)),
+    )
     g.finish("a", metadata=EdgeMetadata(label="done"))
     g.entry("a")
     g.build(limits=GraphLimits(max_metadata_bytes=6))  # "does a" is exactly 6 bytes

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -33,9 +34,9 @@ def graph_with(
     branches: list[ParallelBranch[None, None, Any, Any]],
     map_fn: Any = None,
     join: Join[Any, Any] | None = None,
-    dispose: Any = None,
+    dispose: Callable[[Any], None] | None = None,
     limits: GraphLimits | None = None,
-):  # noqa: ANN202 - inferred
+):
     g = GraphBuilder[None, None, Any, Any, Any]()
     g.start(lambda ctx, value: value)
     spec: dict[str, Any] = {"branches": branches, "join": join or Join(list, append), "dispose": dispose}
@@ -127,7 +128,9 @@ async def test_reducer_order_is_source_order_even_when_branches_finish_in_revers
         reduced.append(result)
         return [*acc, result]
 
-    graph = graph_with(mode="map", map_fn=emit_items, branches=[branch(0), branch(1)], join=Join(list, reduce))
+    graph = graph_with(
+        mode="map", map_fn=emit_items, branches=[branch(0), branch(1)], join=Join(list, reduce)
+    )
     assert await graph.run(2, options=RunOptions(max_concurrency=4)) == [0, 1, 2, 3]
     assert finished == [3, 2, 1, 0]
     assert reduced == [0, 1, 2, 3]
@@ -215,6 +218,10 @@ class Resource:
         self.name = name
 
 
+def keep_first(acc: Resource, result: Resource) -> Resource:
+    return acc
+
+
 async def test_dispose_after_reduction_never_for_the_handed_on_accumulator() -> None:
     disposed: list[str] = []
 
@@ -222,17 +229,26 @@ async def test_dispose_after_reduction_never_for_the_handed_on_accumulator() -> 
         emit(Resource("item0"))
         emit(Resource("item1"))
 
-    branch = ParallelBranch("r", lambda ctx, item: Resource(f"out-{item.name}"))
-    join = Join(lambda: Resource("acc"), lambda acc, r: acc)
+    def out(ctx: Ctx, item: Resource) -> Resource:
+        return Resource(f"out-{item.name}")
+
+    branch = ParallelBranch("r", out)
+    join = Join(lambda: Resource("acc"), keep_first)
     graph = graph_with(
-        mode="map", map_fn=emit_two, branches=[branch], join=join, dispose=lambda r: disposed.append(r.name)
+        mode="map",
+        map_fn=emit_two,
+        branches=[branch],
+        join=join,
+        dispose=lambda r: disposed.append(cast("Resource", r).name),
     )
     result = await graph.run(None)
     assert result.name == "acc"
     assert sorted(disposed) == ["item0", "item1", "out-item0", "out-item1"]
 
 
-async def test_dispose_on_failure_includes_the_abandoned_accumulator(caplog: pytest.LogCaptureFixture) -> None:
+async def test_dispose_on_failure_includes_the_abandoned_accumulator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     disposed: list[str] = []
 
     def emit_two(ctx: Ctx, value: Any, emit: Emitter[Resource]) -> None:
@@ -253,7 +269,7 @@ async def test_dispose_on_failure_includes_the_abandoned_accumulator(caplog: pyt
         mode="map",
         map_fn=emit_two,
         branches=[ParallelBranch("r", maybe)],
-        join=Join(lambda: Resource("acc"), lambda acc, r: acc),
+        join=Join(lambda: Resource("acc"), keep_first),
         dispose=dispose,
     )
     with pytest.raises(Broken):
@@ -269,9 +285,9 @@ async def test_a_failing_reducer_abandons_the_accumulator() -> None:
         raise Broken("reduce")
 
     graph = graph_with(
-        branches=[ParallelBranch("r", lambda ctx, item: Resource("out"))],
+        branches=[ParallelBranch[None, None, Any, Resource]("r", lambda ctx, item: Resource("out"))],
         join=Join(lambda: Resource("acc"), reduce),
-        dispose=lambda r: disposed.append(r.name),
+        dispose=lambda r: disposed.append(cast("Resource", r).name),
     )
     with pytest.raises(Broken, match="reduce"):
         await graph.run(None)
@@ -291,7 +307,7 @@ def emitting(count: int, calls: list[int]) -> Any:
 
 async def test_max_fan_out_items_exact_and_one_past() -> None:
     calls: list[int] = []
-    branch = ParallelBranch("b", lambda ctx, item: calls.append(item))
+    branch = ParallelBranch[None, None, int, None]("b", lambda ctx, item: calls.append(item))
     limits = GraphLimits(max_fan_out_items=5)
     await graph_with(mode="map", map_fn=emitting(5, calls), branches=[branch], limits=limits).run(None)
     assert len(calls) == 5
@@ -303,7 +319,9 @@ async def test_max_fan_out_items_exact_and_one_past() -> None:
 
 async def test_max_fan_out_tasks_exact_and_one_past() -> None:
     calls: list[int] = []
-    branches = [ParallelBranch(f"b{i}", lambda ctx, item: calls.append(item)) for i in range(3)]
+    branches = [
+        ParallelBranch[None, None, int, None](f"b{i}", lambda ctx, item: calls.append(item)) for i in range(3)
+    ]
     limits = GraphLimits(max_fan_out_tasks=6)
     await graph_with(mode="map", map_fn=emitting(2, calls), branches=branches, limits=limits).run(None)
     assert len(calls) == 6
@@ -315,7 +333,9 @@ async def test_max_fan_out_tasks_exact_and_one_past() -> None:
 
 async def test_broadcast_tasks_are_bounded_too() -> None:
     calls: list[int] = []
-    branches = [ParallelBranch(f"b{i}", lambda ctx, item: calls.append(item)) for i in range(3)]
+    branches = [
+        ParallelBranch[None, None, int, None](f"b{i}", lambda ctx, item: calls.append(item)) for i in range(3)
+    ]
     await graph_with(branches=branches, limits=GraphLimits(max_fan_out_tasks=3)).run(1)
     calls.clear()
     with pytest.raises(FanOutLimitExceeded):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import assert_type
 
 import anyio
 import pytest
-from typing_extensions import assert_type
 
 from ferrule.graph import (
     DecisionResult,
@@ -44,7 +44,7 @@ class Deps:
 Ctx = GraphContext[State, Deps]
 
 
-def counter_graph(rounds_branch: str = "again", limits: GraphLimits | None = None):  # noqa: ANN201 - inferred
+def counter_graph(rounds_branch: str = "again", limits: GraphLimits | None = None):
     """start → add (async) → check (decision) → add ... → finish after `ctx.deps` rounds."""
     g = GraphBuilder[State, Deps, int, int, str]()
 
@@ -289,7 +289,9 @@ async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
 async def test_max_steps_exact_limit_passes_and_one_less_stops_before_the_node() -> None:
     # 4 -> 10 with step 2: add, check three times = 6 steps.
     state = State()
-    assert await counter_graph().run(4, state=state, deps=Deps(2), options=RunOptions(max_steps=6)) == "total=10"
+    assert (
+        await counter_graph().run(4, state=state, deps=Deps(2), options=RunOptions(max_steps=6)) == "total=10"
+    )
     state = State()
     with pytest.raises(GraphStepLimitExceeded) as info:
         await counter_graph().run(4, state=state, deps=Deps(2), options=RunOptions(max_steps=5))
@@ -299,7 +301,9 @@ async def test_max_steps_exact_limit_passes_and_one_less_stops_before_the_node()
 
 
 async def test_the_definition_ceiling_exact_and_one_past() -> None:
-    assert await counter_graph(limits=GraphLimits(max_steps=6)).run(4, state=State(), deps=Deps(2)) == "total=10"
+    assert (
+        await counter_graph(limits=GraphLimits(max_steps=6)).run(4, state=State(), deps=Deps(2)) == "total=10"
+    )
     with pytest.raises(GraphStepLimitExceeded):
         await counter_graph(limits=GraphLimits(max_steps=5)).run(4, state=State(), deps=Deps(2))
 
@@ -371,7 +375,9 @@ async def test_events_arrive_in_execution_order() -> None:
     assert [e.tasks for e in events if e.kind == "fan_out_end"] == [1]
 
 
-async def test_failure_events_and_a_raising_sink_is_logged_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+async def test_failure_events_and_a_raising_sink_is_logged_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     kinds: list[str] = []
 
     def broken(event: GraphEvent) -> None:
@@ -388,8 +394,7 @@ async def test_failure_events_and_a_raising_sink_is_logged_not_fatal(caplog: pyt
     g.entry("ok")
     g.connect("ok", "bad")
     g.finish("bad")
-    with caplog.at_level(logging.WARNING, logger="ferrule.graph"):
-        with pytest.raises(Boom):
-            await g.build().run(1, options=RunOptions(event_sinks=(broken, lambda e: kinds.append(e.kind))))
+    with caplog.at_level(logging.WARNING, logger="ferrule.graph"), pytest.raises(Boom):
+        await g.build().run(1, options=RunOptions(event_sinks=(broken, lambda e: kinds.append(e.kind))))
     assert kinds == ["run_start", "step_start", "step_end", "step_start", "step_error", "run_error"]
     assert "sink bug" in caplog.text

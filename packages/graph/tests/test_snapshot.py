@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from ferrule.graph import (
     DecisionResult,
+    Emitter,
     GraphBuilder,
     GraphContext,
     GraphEvent,
@@ -68,8 +70,15 @@ def builder(definition_id: str | None = "counter-v1") -> GraphBuilder[State, Non
 class CountingCodec(JsonCodec[State, int]):
     """A JSON codec that counts its calls, so tests can prove a rejection came first."""
 
-    def __init__(self, payload_version: int = 1, **kw: Any) -> None:
-        super().__init__(State, int, payload_version=payload_version, **kw)
+    def __init__(
+        self,
+        payload_version: int = 1,
+        migrate: Callable[[str, str, int], Any] | None = None,
+        dispose_state: Callable[[State], None] | None = None,
+    ) -> None:
+        super().__init__(
+            State, int, payload_version=payload_version, migrate=migrate, dispose_state=dispose_state
+        )
         self.calls: list[str] = []
 
     def encode_state(self, state: State, /) -> bytes:
@@ -146,7 +155,11 @@ def test_resume_in_a_fresh_process(tmp_path: Path) -> None:
     path = tmp_path / "snap.json"
     for mode in ("start", "resume"):
         done = subprocess.run(
-            [sys.executable, str(script), mode, str(path)], capture_output=True, text=True, timeout=60, check=False
+            [sys.executable, str(script), mode, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "5 after 4 adds 8 ['add 1', 'add 2', 'add 3', 'add 4']"
@@ -290,10 +303,14 @@ def test_fan_out_mode_and_branch_names_are_in_the_fingerprint() -> None:
     def fan(mode: str, names: tuple[str, ...]) -> str:
         g = GraphBuilder[None, None, int, int, int](definition_id="f")
         g.start(lambda ctx, n: n)
-        branches = [ParallelBranch(n, lambda ctx, v: v) for n in names]
-        join = Join(lambda: 0, lambda a, r: a + r)
+        branches = [ParallelBranch[None, None, int, int](n, lambda ctx, v: v) for n in names]
+        join = Join[int, int](lambda: 0, lambda a, r: a + r)
+
+        def split(ctx: GraphContext[None, None], v: int, emit: Emitter[int]) -> None:
+            emit(v)
+
         if mode == "map":
-            g.fan_out("f", mode="map", map=lambda ctx, v, emit: emit(v), branches=branches, join=join)
+            g.fan_out("f", mode="map", map=split, branches=branches, join=join)
         else:
             g.fan_out("f", branches=branches, join=join)
         g.end(lambda ctx, n: n)
@@ -340,7 +357,9 @@ async def test_rejects_malformed_json() -> None:
     data = await snapshot_after(1)
     await rejected(data[:-1], SnapshotFormatError, "not valid JSON")
     await rejected(b"[1, 2]", SnapshotFormatError, "JSON object")
-    await rejected(data.replace(b'"completed_steps":1', b'"completed_steps":NaN'), SnapshotFormatError, "JSON")
+    await rejected(
+        data.replace(b'"completed_steps":1', b'"completed_steps":NaN'), SnapshotFormatError, "JSON"
+    )
 
 
 async def test_rejects_unknown_and_missing_fields() -> None:
@@ -358,7 +377,9 @@ async def test_rejects_duplicate_fields() -> None:
 
 async def test_rejects_a_foreign_format() -> None:
     data = await snapshot_after(1)
-    await rejected(edited(data, format="ferrule.paused_run"), SnapshotFormatError, "not a ferrule graph snapshot")
+    await rejected(
+        edited(data, format="ferrule.paused_run"), SnapshotFormatError, "not a ferrule graph snapshot"
+    )
 
 
 async def test_rejects_a_future_envelope_version() -> None:
@@ -381,7 +402,9 @@ async def test_rejects_node_index_or_name_mismatch() -> None:
     data = await snapshot_after(1)
     await rejected(edited(data, next_node={"index": 0, "name": "check"}), SnapshotNodeError, "not a node")
     await rejected(edited(data, next_node={"index": 7, "name": "check"}), SnapshotNodeError, "index 7")
-    await rejected(edited(data, next_node={"index": 1, "name": "check", "x": 1}), SnapshotFormatError, "unknown")
+    await rejected(
+        edited(data, next_node={"index": 1, "name": "check", "x": 1}), SnapshotFormatError, "unknown"
+    )
 
 
 async def test_rejects_inconsistent_counters() -> None:
@@ -439,7 +462,11 @@ async def payload_graph(state_json: str, **limits: int) -> tuple[Any, bytes]:
 )
 async def test_payload_limits_exact_and_one_past(limit: str, ok: str, past: str) -> None:
     # {"log": []} nests two levels deep, {"log": [[]]} three.
-    value = {"max_snapshot_payload_bytes": len(ok), "max_snapshot_depth": 2, "max_snapshot_collection_items": 2}[limit]
+    value = {
+        "max_snapshot_payload_bytes": len(ok),
+        "max_snapshot_depth": 2,
+        "max_snapshot_collection_items": 2,
+    }[limit]
     graph, data = await payload_graph(ok, **{limit: value})
     graph.resume_snapshot(data, CountingCodec())
     graph, data = await payload_graph(past, **{limit: value})
@@ -493,7 +520,9 @@ async def test_a_migration_must_return_exactly_two_json_strings(result: Any) -> 
 
 async def test_migrated_documents_are_validated_before_decoding() -> None:
     data = await snapshot_after(1)
-    codec = CountingCodec(payload_version=2, migrate=lambda s, v, old: {"state_json": "{oops", "value_json": v})
+    codec = CountingCodec(
+        payload_version=2, migrate=lambda s, v, old: {"state_json": "{oops", "value_json": v}
+    )
     with pytest.raises(SnapshotFormatError, match="migrated state"):
         builder().build().resume_snapshot(data, codec)
     assert codec.calls == []

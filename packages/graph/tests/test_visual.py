@@ -33,7 +33,9 @@ Ctx = GraphContext[None, None]
 def every_kind(limits: GraphLimits | None = None) -> Graph[None, None, int, int, int]:
     g = GraphBuilder[None, None, int, int, int](definition_id="every-kind")
     g.start(lambda ctx, n: n, metadata=NodeMetadata(label="Begin", description="takes the input"))
-    g.step("load", lambda ctx, n: n, metadata=NodeMetadata(group="Prepare", source=SourceLocation("flow.py", 12)))
+    g.step(
+        "load", lambda ctx, n: n, metadata=NodeMetadata(group="Prepare", source=SourceLocation("flow.py", 12))
+    )
     g.step("clean", lambda ctx, n: n, metadata=NodeMetadata(label="Clean up", group="Prepare"))
 
     def split(ctx: Ctx, n: int, emit: Emitter[int]) -> None:
@@ -43,8 +45,11 @@ def every_kind(limits: GraphLimits | None = None) -> Graph[None, None, int, int,
         "score",
         mode="map",
         map=split,
-        branches=[ParallelBranch("fast", lambda ctx, n: n), ParallelBranch("careful", lambda ctx, n: n)],
-        join=Join(lambda: 0, lambda a, r: a + r),
+        branches=[
+            ParallelBranch[None, None, int, int]("fast", lambda ctx, n: n),
+            ParallelBranch[None, None, int, int]("careful", lambda ctx, n: n),
+        ],
+        join=Join[int, int](lambda: 0, lambda a, r: a + r),
         metadata=NodeMetadata(description="scores every item twice"),
     )
     g.decision("good", lambda ctx, n: DecisionResult("yes", n))

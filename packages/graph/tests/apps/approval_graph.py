@@ -47,7 +47,7 @@ def pay(to: str, amount: int) -> str:
     return "ok"
 
 
-def build():  # noqa: ANN201 - inferred
+def build():
     agent = Agent(FunctionModel(model), tools=[Tool(pay, requires_approval=True)])
     g = GraphBuilder[State, None, str, str, str](definition_id="approval-demo")
     g.start(lambda ctx, text: text)
@@ -82,9 +82,9 @@ async def main() -> None:
             step = await run.next()
             if isinstance(step, Interrupted):
                 print("paused at", step.interrupt.node, [p.tool_name for p in step.interrupt.pending])
-                path.write_bytes(run.snapshot(CODEC))
+                path.write_bytes(run.snapshot(CODEC))  # noqa: ASYNC240 - a test script
                 return
-    run = graph.resume_snapshot(path.read_bytes(), CODEC)
+    run = graph.resume_snapshot(path.read_bytes(), CODEC)  # noqa: ASYNC240 - a test script
     assert run.interrupt is not None
     decisions = {p.tool_call_id: Approved() for p in run.interrupt.pending}
     await run.resume(decisions)

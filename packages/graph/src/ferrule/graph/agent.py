@@ -457,12 +457,13 @@ def agent_node(
     stream: Callable[[AgentStreamEvent], Awaitable[None] | None] | None = None,
     observer: AgentNodeObserver | None = None,
     control: Control | None = None,
-) -> AgentNode[StateT, DepsT, ValueT, AgentOutputT]:
+) -> Callable[[GraphContext[StateT, DepsT], ValueT], Awaitable[ValueT]]:
     """A graph step running `agent`: `prepare` the prompt, run (or stream) it, `apply` the result.
 
     `apply` receives `AgentRunResult[T]` with the agent's output type `T`. Register the node with
     `builder.step(name, agent_node(...))`; see the module documentation for streaming, pauses,
-    correlation and errors.
+    correlation and errors. The step is an `AgentNode` (typed as the step callable it is, so the
+    builder's types flow into `prepare` and `apply`).
     """
     return AgentNode(
         agent, prepare=prepare, apply=apply, name=name, stream=stream, observer=observer, control=control
