@@ -86,9 +86,9 @@ def stale() -> list[str]:
         text = produce()
         mmd, svg = IMAGES / f"{name}.mmd", IMAGES / f"{name}.svg"
         if not mmd.exists() or mmd.read_text() != text:
-            problems.append(f"{mmd.relative_to(ROOT)} differs from the graph's render_mermaid()")
+            problems.append(f"docs/images/{mmd.name} differs from the graph's render_mermaid()")
         if not svg.exists() or recorded_digest(svg.read_text()) != digest(text):
-            problems.append(f"{svg.relative_to(ROOT)} was not rendered from the current Mermaid text")
+            problems.append(f"docs/images/{svg.name} was not rendered from the current Mermaid text")
     return problems
 
 

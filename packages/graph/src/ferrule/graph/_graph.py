@@ -579,15 +579,16 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         count = 0
         while True:
             result = await self.next()
+            if result.__class__ is NextNode:
+                count += 1
+                if count == _CHECKPOINT_EVERY:
+                    # Sync-only loops would otherwise never yield: let cancellation and other tasks in.
+                    count = 0
+                    await anyio.lowlevel.checkpoint()
+                continue
             if isinstance(result, End):
                 return result.output  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
-            if isinstance(result, Interrupted):
-                raise GraphInterrupted(self)
-            count += 1
-            if count == _CHECKPOINT_EVERY:
-                # Sync-only loops would otherwise never yield: let cancellation and other tasks in.
-                count = 0
-                await anyio.lowlevel.checkpoint()
+            raise GraphInterrupted(self)
 
     async def run_to_end(self) -> OutputT:
         """Advance until the end and return the output (`GraphInterrupted` if an agent node pauses)."""
