@@ -341,3 +341,48 @@ async def test_broadcast_tasks_are_bounded_too() -> None:
     with pytest.raises(FanOutLimitExceeded):
         await graph_with(branches=branches, limits=GraphLimits(max_fan_out_tasks=2)).run(1)
     assert calls == []
+
+
+async def test_cancelling_the_caller_drains_every_running_branch() -> None:
+    started: list[int] = []
+    drained: list[int] = []
+
+    async def sleeper(ctx: Ctx, item: int) -> int:
+        started.append(item)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            drained.append(item)
+        return item
+
+    def emit_items(ctx: Ctx, value: int, emit: Emitter[int]) -> None:
+        for i in range(value):
+            emit(i)
+
+    graph = graph_with(mode="map", map_fn=emit_items, branches=[ParallelBranch("s", sleeper)])
+    run = await graph.iter(4, options=RunOptions(max_concurrency=4))
+    with anyio.CancelScope() as scope:
+
+        async def cancel_when_all_started() -> None:
+            while len(started) < 4:  # noqa: ASYNC110 - waiting on the branches, not on time
+                await anyio.lowlevel.checkpoint()
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_when_all_started)
+            await run.next()
+    assert sorted(drained) == [0, 1, 2, 3]
+    from ferrule.graph import GraphCancelledError
+
+    with pytest.raises(GraphCancelledError, match="fan"):
+        await run.next()
+
+
+async def test_anyio_cancel_scopes_work_inside_concurrent_branches() -> None:
+    async def bounded(ctx: Ctx, item: int) -> str:
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep_forever()
+        return "timed out" if scope.cancelled_caught else "no"
+
+    graph = graph_with(branches=[ParallelBranch("a", bounded), ParallelBranch("b", bounded)])
+    assert await graph.run(1, options=RunOptions(max_concurrency=2)) == ["timed out", "timed out"]
