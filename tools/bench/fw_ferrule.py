@@ -198,7 +198,7 @@ class Bench:
         def add(acc: int, result: int) -> int:
             return acc + result
 
-        g: Any = GraphBuilder[None, None, int, int, int]()
+        g = GraphBuilder[None, None, int, int, int]()
         g.start(lambda ctx, n: n)
         g.end(lambda ctx, n: n)
         options = None
@@ -210,7 +210,7 @@ class Bench:
             g.finish(f"s{size - 1}")
             g.entry("s0")
         else:
-            branches = [ParallelBranch(f"b{i}", add_one) for i in range(size)]
+            branches = [ParallelBranch[None, None, int, int](f"b{i}", add_one) for i in range(size)]
             g.fan_out("fan", branches=branches, join=Join(lambda: 0, add))
             g.finish("fan")
             g.entry("fan")

@@ -6,6 +6,7 @@ shows: `Agent` + `tool_plain`, `FunctionModel` for no-network runs, `OpenAIChatM
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -255,19 +256,19 @@ def _pydantic_graph(shape: str, size: int) -> Callable[[], Awaitable[int]]:
 
     # Unannotated: pydantic-graph evaluates step annotations in the module's globals, where the
     # lazily imported StepContext is not (the edges below are explicit, so nothing is inferred).
-    async def add_one(ctx):  # noqa: ANN001, ANN202
+    async def add_one(ctx):
         return ctx.inputs + 1
 
     g: Any = GraphBuilder(input_type=int, output_type=int, auto_instrument=False)
     if shape == "linear":
         steps = [g.step(add_one, node_id=f"s{i}") for i in range(size)]
         g.add_edge(g.start_node, steps[0])
-        for a, b in zip(steps, steps[1:], strict=False):
+        for a, b in itertools.pairwise(steps):
             g.add_edge(a, b)
         g.add_edge(steps[-1], g.end_node)
     else:
 
-        async def source(ctx):  # noqa: ANN001, ANN202
+        async def source(ctx):
             return ctx.inputs
 
         src = g.step(source, node_id="source")

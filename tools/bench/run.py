@@ -506,7 +506,6 @@ class Runner:
         row = self._row("8a", f"tool step with {s.parallel} parallel calls", "ms/run", 1e-6)
         self.run_jobs([Job(spec=spec, into={"samples": row})])
 
-
     def graphs(self) -> None:
         """Workload 9: per-step overhead of a linear graph and per-branch overhead of a fan-out."""
         s = self.sizes

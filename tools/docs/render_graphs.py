@@ -31,7 +31,8 @@ MARKER = "ferrule-mermaid-sha256:"
 def _example(name: str) -> ModuleType:
     path = ROOT / "docs" / "examples" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"docs_example_{name}", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -71,7 +72,18 @@ def render(text: str, svg: Path) -> None:
         source.write_text(text)
         out = Path(tmp) / "graph.svg"
         subprocess.run(
-            [str(mmdc), "-q", "-p", str(TOOLS / "puppeteer-config.json"), "-b", "white", "-i", str(source), "-o", str(out)],
+            [
+                str(mmdc),
+                "-q",
+                "-p",
+                str(TOOLS / "puppeteer-config.json"),
+                "-b",
+                "white",
+                "-i",
+                str(source),
+                "-o",
+                str(out),
+            ],
             check=True,
             timeout=300,
         )

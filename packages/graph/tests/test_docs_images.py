@@ -12,7 +12,7 @@ SCRIPT = Path(__file__).resolve().parents[3] / "tools" / "docs" / "render_graphs
 pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason="tools/ is not part of this checkout")
 
 
-def _render_graphs():  # noqa: ANN202 - a module loaded by path
+def _render_graphs():
     spec = importlib.util.spec_from_file_location("render_graphs", SCRIPT)
     assert spec is not None
     assert spec.loader is not None

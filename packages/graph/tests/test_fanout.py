@@ -364,7 +364,7 @@ async def test_cancelling_the_caller_drains_every_running_branch() -> None:
     with anyio.CancelScope() as scope:
 
         async def cancel_when_all_started() -> None:
-            while len(started) < 4:  # noqa: ASYNC110 - waiting on the branches, not on time
+            while len(started) < 4:
                 await anyio.lowlevel.checkpoint()
             scope.cancel()
 
