@@ -47,6 +47,7 @@ from ._util import merged_settings as _merged
 from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
+from .correlation import RunCorrelation
 from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
@@ -432,6 +433,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         model_obj = self._resolve_model(model)
         plan = self._core.plan_for(model_obj)
@@ -456,6 +459,10 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         # Content URLs of the prompt and the history are refused before anything else happens.
         run.url_check.new_messages(messages)
         if prompt is not None and not isinstance(prompt, str):
@@ -485,7 +492,7 @@ class Agent(Generic[DepsT, OutputT]):
             )
             run.url_check.skip_to(messages)  # the prompt was checked above
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _resume_run(
@@ -501,6 +508,8 @@ class Agent(Generic[DepsT, OutputT]):
         integrity_key: bytes | None,
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         if isinstance(state, Paused):
             state = state.state
@@ -549,6 +558,10 @@ class Agent(Generic[DepsT, OutputT]):
             output_retries=state.output_retries,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         # The stored history, its queued messages and external results are content like a prompt.
         policy = self._core.url_policy
         run.url_check.new_messages(messages)
@@ -565,7 +578,7 @@ class Agent(Generic[DepsT, OutputT]):
             self._extend(run, options, model_settings, resumed=state.capabilities)
         run.resume_from(state, checked)
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _extend(
@@ -601,12 +614,16 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
         Raises `PauseRequiredError` if a tool needs approval or external execution: use
         `run_until_pause` for agents with deferred tools. `event_handler`, when given, receives every
-        stream event (the model is then called in streaming mode).
+        stream event (the model is then called in streaming mode). `correlation` (a
+        `RunCorrelation`) reaches the `run_start` hook event and the agent span; `trace_parent` (an
+        OpenTelemetry `Context`) is the agent span's parent. Every entry point takes both.
         """
         run = await self._start(
             user_prompt,
@@ -617,6 +634,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -651,6 +670,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """The blocking form of `run`, for code without an event loop."""
         call = functools.partial(
@@ -669,6 +690,8 @@ class Agent(Generic[DepsT, OutputT]):
             history_processors=history_processors,
             context_budget=context_budget,
             pending_messages=pending_messages,
+            correlation=correlation,
+            trace_parent=trace_parent,
         )
         try:
             anyio.get_current_task()
@@ -696,6 +719,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
         run = await self._start(
@@ -707,6 +732,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -737,6 +764,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Continue a paused run with exactly one decision per pending call.
 
@@ -753,6 +782,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             options=_options(
                 toolsets,
@@ -784,6 +815,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[AgentRun[OutputT]]:
         """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
         run = await self._start(
@@ -795,6 +828,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -829,6 +864,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
         run = await self._start(
@@ -840,6 +877,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -871,6 +910,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
         run = self._resume_run(
@@ -881,6 +922,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             cancellable=True,
             options=_options(

@@ -327,7 +327,9 @@ class RunExt:
             self.stack = stack
             try:
                 if run.hooks is not None:
-                    run.hooks.fire("run_start", run.usage.requests, model=run.model.system)
+                    run.hooks.fire(
+                        "run_start", run.usage.requests, model=run.model.system, correlation=run.correlation
+                    )
                 for toolset in self.toolsets():
                     await self._enter(toolset)
                 if run.resuming:  # at a paused response: the tools it called must be known

@@ -99,6 +99,7 @@ from .exceptions import (
 if TYPE_CHECKING:
     from ._agent import _AgentCore
     from ._ext import RunExt
+    from .correlation import RunCorrelation
     from .hooks import HookDispatcher
     from .pricing import Pricing
 
@@ -219,6 +220,7 @@ class Run:
         "_step_tools",
         "cancellable",
         "core",
+        "correlation",
         "cost",
         "ctx",
         "deadline",
@@ -312,6 +314,7 @@ class Run:
         self._step_tool_map: dict[str, Tool[Any]] = core.tools
         self.run_span: Any = None
         self.trace_parent: Any = None
+        self.correlation: RunCorrelation | None = None
         # Extension points; all stay at these cheap defaults unless the agent or run uses them.
         self.ext: RunExt | None = None
         self.hooks: HookDispatcher | None = None
@@ -346,11 +349,11 @@ class Run:
         if state.queued_messages:
             self._resume_queued = [m for m in state.queued_messages if isinstance(m, ModelRequest)]
 
-    def start_span(self) -> None:
-        """Open the run's telemetry span (instrumented agents only)."""
+    def start_span(self, parent: Any = None) -> None:
+        """Open the run's telemetry span (instrumented agents only), a child of `parent` if given."""
         tracer = self.core.tracer
         if tracer is not None:
-            self.run_span = tracer.run_span(self.model, self.run_id)
+            self.run_span = tracer.run_span(self.model, self.run_id, self.correlation, parent)
             self.trace_parent = self.run_span.context
 
     # --- public driving API ----------------------------------------------------------------------
