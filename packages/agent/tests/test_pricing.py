@@ -105,7 +105,7 @@ def test_exact_arithmetic_rounds_only_at_the_end() -> None:
 def test_tiers_switch_by_input_tokens(snapshot: PriceSnapshot) -> None:
     tiered = None
     for provider_id in ("google", "anthropic"):
-        for provider in snapshot._providers:  # pyright: ignore[reportPrivateUsage]
+        for provider in snapshot._providers:
             if provider.id != provider_id:
                 continue
             for _, raw in provider.models:

@@ -135,7 +135,7 @@ async def test_a_ferrule_agent_uses_another_ferrule_agent_through_mcp() -> None:
 
 
 async def test_tools_served_over_streamable_http(events: Any) -> None:
-    from .conftest import HttpServer  # type: ignore[import-not-found]
+    from .conftest import HttpServer
 
     exposed = expose_tools([greet], name="toolbox", deps="Hi")
     with HttpServer(exposed.http_app) as running:

@@ -190,9 +190,9 @@ class Agent(Generic[DepsT, OutputT]):
         | StructuredDict
         | Sequence[Any]
         | UnionType
-        | Callable[..., OutputT] = str,  # pyright: ignore[reportAssignmentType]
+        | Callable[..., OutputT] = str,
         instructions: str | InstructionsFn | Sequence[str | InstructionsFn] | None = None,
-        deps_type: type[DepsT] = _NONE_TYPE,  # pyright: ignore[reportAssignmentType]
+        deps_type: type[DepsT] = _NONE_TYPE,
         name: str | None = None,
         model_settings: ModelSettings | None = None,
         retries: int = 1,
@@ -563,7 +563,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -613,7 +613,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -658,7 +658,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -699,7 +699,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
@@ -747,7 +747,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -792,7 +792,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -834,7 +834,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,

@@ -60,7 +60,7 @@ class _Span:
 
     def __init__(self, tracer: Tracer, span: Any, metric_attrs: dict[str, Any] | None) -> None:
         self._tracer = tracer
-        self._otel = tracer._otel
+        self._otel = tracer._otel  # pyright: ignore[reportPrivateUsage]
         self._span = span
         self._started = time.perf_counter()
         self._metric_attrs = metric_attrs

@@ -95,7 +95,7 @@ from .exceptions import (
 )
 
 if TYPE_CHECKING:
-    from ._agent import _AgentCore
+    from ._agent import _AgentCore  # pyright: ignore[reportPrivateUsage]
     from ._ext import RunExt
     from .hooks import HookDispatcher
     from .pricing import Pricing
@@ -1573,7 +1573,7 @@ class _PartialTracker:
         validators = self.run.output_validators
         if not validators:
             return True, value
-        ctx = self.run.ctx._replace(partial_output=True)
+        ctx = self.run.ctx._replace(partial_output=True)  # pyright: ignore[reportPrivateUsage]
         for fn, takes_ctx, is_async in validators:
             try:
                 result = fn(ctx, value) if takes_ctx else fn(value)

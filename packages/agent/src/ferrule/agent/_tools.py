@@ -549,7 +549,7 @@ async def run_in_thread(function: Callable[..., Any], args: tuple[Any, ...], kwa
     """
     # asyncio is only consulted when it is already imported: a trio program never pays for it.
     asyncio = sys.modules.get("asyncio")
-    loop = asyncio._get_running_loop() if asyncio is not None else None  # pyright: ignore[reportPrivateUsage]
+    loop = asyncio._get_running_loop() if asyncio is not None else None
     if loop is not None:
         context = contextvars.copy_context()
 

@@ -465,7 +465,7 @@ class _Call:
     @functools.cached_property
     def secrets(self) -> tuple[str, ...]:
         """Every credential of this call, for redaction."""
-        return (*self.provider._credentials(), *self._extra_secrets)
+        return (*self.provider._credentials(), *self._extra_secrets)  # pyright: ignore[reportPrivateUsage]
 
     def fail(self, cls: type[ProviderError], message: str, **kwargs: Any) -> ProviderError:
         """An error of class `cls` for this call, its message redacted."""
@@ -568,8 +568,8 @@ class _Call:
         # A broken or slow error body must not hide the status, which says more.
         body, complete = await reader.read_prefix(limits.max_error_body_bytes, tolerate_errors=True)
         status = response.status_code
-        parsed = self.provider._parse_error_body(status, body)
-        category = self.provider._classify_error(status, *parsed)
+        parsed = self.provider._parse_error_body(status, body)  # pyright: ignore[reportPrivateUsage]
+        category = self.provider._classify_error(status, *parsed)  # pyright: ignore[reportPrivateUsage]
         error = error_from_response(
             status,
             self.headers,
@@ -584,7 +584,7 @@ class _Call:
         )
         if error.retry_after is None:
             # Some APIs (Gemini's `retryDelay`) put the wait in the body instead of a header.
-            error.retry_after = self.provider._retry_after_from_body(status, body)
+            error.retry_after = self.provider._retry_after_from_body(status, body)  # pyright: ignore[reportPrivateUsage]
         _log.debug("%s %s failed: %s", self.request.method, self.url, error)
         return error
 

@@ -35,7 +35,7 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)  # pyright: ignore[reportUnknownArgumentType]
+    return str(value)
 
 
 def _node(raw: Any, depth: int, where: str) -> dict[str, Any]:

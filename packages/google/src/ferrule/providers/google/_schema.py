@@ -143,7 +143,7 @@ class _OpenApi:
         if schema is True or schema == {}:
             return {}
         if not isinstance(schema, dict):
-            raise _fail(f"a schema must be an object, not {type(schema).__name__}")  # pyright: ignore[reportUnknownArgumentType]
+            raise _fail(f"a schema must be an object, not {type(schema).__name__}")
         src: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
 
         ref = src.get("$ref")

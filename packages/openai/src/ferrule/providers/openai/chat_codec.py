@@ -315,7 +315,7 @@ def _messages(
                 else:
                     text = _tool_text(content)
                 messages.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": text})
-            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+            elif isinstance(part, RetryPromptPart):
                 if part.tool_name is None:
                     messages.append({"role": "user", "content": part.model_response()})
                 else:
