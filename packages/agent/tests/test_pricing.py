@@ -177,9 +177,11 @@ async def test_unknown_price_stays_unknown_for_the_whole_run() -> None:
     model = priced_model("priced", RequestUsage(input_tokens=100), RequestUsage(input_tokens=1))
     names = iter(["priced", "mystery"])
     original = model.function
+    assert original is not None
 
     def answer(messages: Sequence[Message], info: AgentInfo) -> Any:
         response = original(messages, info)
+        assert isinstance(response, ModelResponse)
         response.model_name = next(names)
         return response
 
