@@ -40,7 +40,7 @@ from ferrule.providers.anthropic import (
     codec,
 )
 from tests.support import http_server
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import Interaction, iter_interactions, require_cassettes
 from tests.support.http_server import Conn, Handler, LocalServer, Request
 
 pytestmark = pytest.mark.anyio
@@ -64,8 +64,7 @@ def call(prompt: str = "hi", **kwargs: Any) -> ModelCall:
 
 
 def recorded(predicate: Callable[[Interaction], bool]) -> Interaction:
-    if cassette_root() is None:
-        pytest.skip(SKIP_REASON)
+    require_cassettes()
     return next(it for it in iter_interactions("models/cassettes/test_anthropic") if predicate(it))
 
 

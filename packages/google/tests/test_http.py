@@ -39,7 +39,7 @@ from ferrule.providers.google import (
     VertexAIProvider,
 )
 from ferrule.providers.google.codec import decode_stream
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import iter_interactions, require_cassettes
 from tests.support.http_server import Serve
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"
@@ -51,8 +51,7 @@ pytestmark = pytest.mark.anyio
 
 
 def recorded(id_: str) -> Any:
-    if cassette_root() is None:
-        pytest.skip(SKIP_REASON)
+    require_cassettes()
     for it in iter_interactions("models/cassettes/test_google"):
         if it.id == id_:
             return it

@@ -58,7 +58,7 @@ from ferrule.providers.openai import (
     local_url_policy,
 )
 from tests.support import http_server
-from tests.support.cassettes import cassette_root, iter_interactions
+from tests.support.cassettes import iter_interactions, require_cassettes
 from tests.support.http_server import Conn, Handler, LocalServer, Request, Serve
 
 FAST = Timeouts(connect=2.0, first_byte=2.0, read=0.5, total=10.0)
@@ -68,8 +68,7 @@ NO_WAIT = RetryPolicy(max_retries=2, initial_delay=0.0, max_delay=0.0)
 
 
 def recorded(interaction_id: str) -> Any:
-    if cassette_root() is None:
-        pytest.skip("recorded provider traffic is not available")
+    require_cassettes()
     directory = "models/cassettes/" + interaction_id.split("/", 1)[0]
     for it in iter_interactions(directory):
         if it.id == interaction_id:
