@@ -121,7 +121,8 @@ def check(repo: Path, separate: Mapping[str, str]) -> list[str]:
         f"{path}: named in SEPARATE but git holds no such file" for path in separate if path not in files
     ]
     expected = len(files) - len([path for path in separate if path in files])
-    report = _pyright(repo)
+    # Named explicitly: pyright would otherwise prefer a pyrightconfig.json in any folder above.
+    report = _pyright(repo, "--project", str(repo / "pyproject.toml"))
     problems.extend(_diagnostics(repo, report))
     analysed = int(report.get("summary", {}).get("filesAnalyzed", 0))
     if analysed != expected:
