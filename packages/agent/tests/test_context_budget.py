@@ -100,10 +100,6 @@ def test_input_capacity_reserves_output() -> None:
         ContextBudget(max_prompt_bytes=-1)
 
 
-def prompt_bytes_of(prompt: str) -> int:
-    return len(prompt.encode())
-
-
 @pytest.mark.parametrize(
     ("field", "error"),
     [

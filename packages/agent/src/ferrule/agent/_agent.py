@@ -905,7 +905,7 @@ async def _streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(drive_stream, run, send, errors)
-        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, tg, errors)
+        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
         try:
             async with receive:
                 yield stream

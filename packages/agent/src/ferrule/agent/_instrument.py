@@ -120,9 +120,6 @@ class _Span:
             _fail_open("recording an error", failure)
         self._end(name)
 
-    def finish_ok(self) -> None:
-        self._end()
-
     def finish_error(self, kind: str) -> None:
         self.set("error.type", kind)
         self._end(kind)

@@ -90,7 +90,6 @@ from .exceptions import (
     RunTimeoutError,
     ToolDefinitionError,
     ToolRetriesExceeded,
-    UnexpectedModelBehavior,
     attach_state,
 )
 
@@ -1057,7 +1056,7 @@ class Run:
     def _plain_return(c: _Call, content: str) -> ToolReturnPart:
         return ToolReturnPart(tool_name=c.part.tool_name, content=content, tool_call_id=c.part.tool_call_id)
 
-    async def _close_step(self, calls: list[_Call], final: _Final | None, emit: Emit | None) -> RunStep:
+    async def _close_step(self, calls: list[_Call], final: _Final | None, emit: Emit | None) -> RunStep:  # noqa: C901 - the step-closing sequence; to be split with the agent-loop refactor
         parts: list[ModelRequestPart] = []
         follow_ups: list[ModelRequestPart] = []
         failed_tools: set[str] = set()
@@ -1293,7 +1292,7 @@ class Run:
                 fatal.append(exc)
             scope.cancel()
 
-    async def _exec(self, c: _Call, emit: Emit | None) -> None:
+    async def _exec(self, c: _Call, emit: Emit | None) -> None:  # noqa: C901 - one tool call through policies, hooks and timeout; to be split with the agent-loop refactor
         """Run one accepted call: call/return policies and hooks (when extensions are active), the
         tool under its timeout, and the result part in `c.result`."""
         tool = c.tool
@@ -1614,8 +1613,3 @@ class _Cost:
 def new_run_id() -> str:
     """A fresh run identifier (128 random bits, hex)."""
     return os.urandom(16).hex()
-
-
-def unexpected(message: str) -> UnexpectedModelBehavior:
-    """An `UnexpectedModelBehavior` (for callers that need one)."""
-    return UnexpectedModelBehavior(message)

@@ -174,7 +174,7 @@ class _Checker:
             for name, item in cast("dict[str, Any]", value).items():
                 self.schema(item, f"{pointer}/{_escape(name)}", depth + 1)
 
-    def keyword(self, key: str, value: Any, pointer: str, depth: int, is_root: bool) -> None:
+    def keyword(self, key: str, value: Any, pointer: str, depth: int, is_root: bool) -> None:  # noqa: C901 - flat dispatch over JSON Schema keywords
         if key in _SUBSCHEMA:
             if key == "items" and isinstance(value, list):
                 raise self.invalid(
@@ -405,7 +405,7 @@ class _Translation:
         self.checks.append((keyword, function))
         return len(self.checks) - 1
 
-    def schema(self, node: Any) -> Any:
+    def schema(self, node: Any) -> Any:  # noqa: C901 - flat dispatch over JSON Schema keywords
         if isinstance(node, bool):
             return node
         out: dict[str, Any] = {}

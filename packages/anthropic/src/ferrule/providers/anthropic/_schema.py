@@ -38,7 +38,7 @@ def _describe(value: Any) -> str:
     return str(value)
 
 
-def _node(raw: Any, depth: int, where: str) -> dict[str, Any]:
+def _node(raw: Any, depth: int, where: str) -> dict[str, Any]:  # noqa: C901 - flat dispatch over JSON Schema keywords
     if depth > _MAX_DEPTH:
         raise UserError(f"JSON schema at {where} is nested deeper than {_MAX_DEPTH} levels")
     if not isinstance(raw, dict):

@@ -521,7 +521,7 @@ class _AnswerScanner:
             return ""
 
 
-async def emulated_tool_stream(
+async def emulated_tool_stream(  # noqa: C901 - one pass over the stream events; the state is local to it
     events: AsyncIterator[ModelStreamEvent], call: ModelCall
 ) -> AsyncIterator[ModelStreamEvent]:
     """Turn the stream of an emulated call (see the module docs) into ordinary stream events.
