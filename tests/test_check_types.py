@@ -95,3 +95,13 @@ def test_a_stale_separate_entry_fails(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "tools/gone.py: named in SEPARATE but git holds no such file" in result.stdout
+
+
+def test_a_separately_checked_file_must_be_excluded_from_the_main_run(tmp_path: Path) -> None:
+    files = {**TWO_PACKAGES, "tools/special.py": GOOD}
+    result = run(
+        make_tree(tmp_path, ["packages", "tools"], files), f"--separate=tools/special.py={sys.executable}"
+    )
+    assert result.returncode == 1
+    assert "pyright analysed 3 files but the tree holds 2 Python files" in result.stdout
+    assert "a separately checked file is not excluded" in result.stdout

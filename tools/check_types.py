@@ -120,7 +120,8 @@ def check(repo: Path, separate: Mapping[str, str]) -> list[str]:
     problems = [
         f"{path}: named in SEPARATE but git holds no such file" for path in separate if path not in files
     ]
-    expected = len(files) - len([path for path in separate if path in files])
+    alone = [path for path in separate if path in files]
+    expected = len(files) - len(alone)
     # Named explicitly: pyright would otherwise prefer a pyrightconfig.json in any folder above.
     report = _pyright(repo, "--project", str(repo / "pyproject.toml"))
     problems.extend(_diagnostics(repo, report))
@@ -128,17 +129,17 @@ def check(repo: Path, separate: Mapping[str, str]) -> list[str]:
     if analysed != expected:
         problems.append(
             f"pyright analysed {analysed} files but the tree holds {expected} Python files to check "
-            f"({len(files)} that git sees, less {len(separate)} checked separately): "
+            f"({len(files)} that git sees, less {len(alone)} checked separately): "
             + (
                 "an `include` entry that pyright does not expand (a glob) or too wide an `exclude` in "
                 "[tool.pyright] leaves files unchecked"
                 if analysed < expected
-                else "pyright checks files git ignores (build output?); exclude them in [tool.pyright]"
+                else "a separately checked file is not excluded in [tool.pyright], or pyright checks files "
+                "git ignores (build output?)"
             )
         )
-    for path, python in separate.items():
-        if path in files:
-            problems.extend(_check_alone(repo, path, python))
+    for path in alone:
+        problems.extend(_check_alone(repo, path, separate[path]))
     return problems
 
 
