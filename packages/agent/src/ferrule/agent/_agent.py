@@ -201,9 +201,9 @@ class Agent(Generic[DepsT, OutputT]):
         | StructuredDict
         | Sequence[Any]
         | UnionType
-        | Callable[..., OutputT] = str,  # pyright: ignore[reportAssignmentType]
+        | Callable[..., OutputT] = str,
         instructions: str | InstructionsFn | Sequence[str | InstructionsFn] | None = None,
-        deps_type: type[DepsT] = _NONE_TYPE,  # pyright: ignore[reportAssignmentType]
+        deps_type: type[DepsT] = _NONE_TYPE,
         name: str | None = None,
         model_settings: ModelSettings | None = None,
         retries: int = 1,
@@ -601,7 +601,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -657,7 +657,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -706,7 +706,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -751,7 +751,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
@@ -803,7 +803,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -852,7 +852,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -898,7 +898,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
@@ -973,7 +973,7 @@ async def _streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(drive_stream, run, send, errors)
-        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, tg, errors)
+        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
         try:
             async with receive:
                 yield stream

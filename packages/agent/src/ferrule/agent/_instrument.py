@@ -62,7 +62,7 @@ class _Span:
 
     def __init__(self, tracer: Tracer, span: Any, metric_attrs: dict[str, Any] | None) -> None:
         self._tracer = tracer
-        self._otel = tracer._otel
+        self._otel = tracer._otel  # pyright: ignore[reportPrivateUsage]
         self._span = span
         self._started = time.perf_counter()
         self._metric_attrs = metric_attrs
@@ -121,9 +121,6 @@ class _Span:
         except Exception as failure:
             _fail_open("recording an error", failure)
         self._end(name)
-
-    def finish_ok(self) -> None:
-        self._end()
 
     def finish_error(self, kind: str) -> None:
         self.set("error.type", kind)

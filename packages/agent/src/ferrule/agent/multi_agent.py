@@ -363,8 +363,8 @@ class Scope:
             raise UserError(f"context must be 'shared' or 'isolated', got {context!r}")
         session = self.session
         depth = self.depth if transition == "handoff" else self.depth + 1
-        session._check_before(transition, depth, agent.name)
-        session._start_clock()
+        session._check_before(transition, depth, agent.name)  # pyright: ignore[reportPrivateUsage]
+        session._start_clock()  # pyright: ignore[reportPrivateUsage]
         deadlines = [d for d in (session.deadline, self.deadline) if d is not None]
         if deadlines:
             remaining = min(deadlines) - anyio.current_time()
@@ -398,7 +398,7 @@ class Scope:
         scope = Scope(session, depth=depth, deps=run_deps, messages=list(history), inherited=self.inherited)
         token = _CURRENT.set(scope)
         cancel_scope = anyio.CancelScope()
-        session._scopes.add(cancel_scope)
+        session._scopes.add(cancel_scope)  # pyright: ignore[reportPrivateUsage]
         result: AgentRunResult[Any] | None = None
         try:
             with cancel_scope:
@@ -407,7 +407,7 @@ class Scope:
                     deps=run_deps,
                     message_history=history or None,
                     timeout=timeout,
-                    usage_limits=session._limits_for(usage_limits or agent.usage_limits),
+                    usage_limits=session._limits_for(usage_limits or agent.usage_limits),  # pyright: ignore[reportPrivateUsage]
                     capability_layers=layers,
                     **run_options,
                 )
@@ -424,10 +424,10 @@ class Scope:
                     error=type(exc).__name__,
                 )
             )
-            session._after(state.usage if state is not None else None)
+            session._after(state.usage if state is not None else None)  # pyright: ignore[reportPrivateUsage]
             raise
         finally:
-            session._scopes.discard(cancel_scope)
+            session._scopes.discard(cancel_scope)  # pyright: ignore[reportPrivateUsage]
             _CURRENT.reset(token)
         if result is None:  # the cancel scope swallowed a session-wide cancellation
             session.records.append(
@@ -453,7 +453,7 @@ class Scope:
             )
         )
         try:
-            session._after(result.usage())
+            session._after(result.usage())  # pyright: ignore[reportPrivateUsage]
         except UsageLimitExceeded:
             raise
         return result

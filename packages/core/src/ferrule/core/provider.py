@@ -643,8 +643,8 @@ class _Call:
         # A broken or slow error body must not hide the status, which says more.
         body, complete = await reader.read_prefix(limits.max_error_body_bytes, tolerate_errors=True)
         status = response.status_code
-        parsed = self.provider._parse_error_body(status, body)
-        category = self.provider._classify_error(status, *parsed)
+        parsed = self.provider._parse_error_body(status, body)  # pyright: ignore[reportPrivateUsage]
+        category = self.provider._classify_error(status, *parsed)  # pyright: ignore[reportPrivateUsage]
         error = error_from_response(
             status,
             self.headers,
@@ -659,7 +659,7 @@ class _Call:
         )
         if error.retry_after is None:
             # Some APIs (Gemini's `retryDelay`) put the wait in the body instead of a header.
-            error.retry_after = self.provider._retry_after_from_body(status, body)
+            error.retry_after = self.provider._retry_after_from_body(status, body)  # pyright: ignore[reportPrivateUsage]
         _log.debug("%s %s failed: %s", self.request.method, self.url, error)
         return error
 

@@ -739,8 +739,8 @@ class MCPToolset(AbstractToolset[Any]):
                 self._exclude(name, "the server lists two tools with this name")
                 continue
             seen.add(name)
-            schema = item.input_schema
-            if not isinstance(schema, dict) or schema.get("type") != "object":
+            schema: Any = item.input_schema
+            if not isinstance(schema, dict) or cast("dict[str, Any]", schema).get("type") != "object":
                 self._exclude(name, "its input schema is not an object schema")
                 continue
             try:

@@ -16,7 +16,7 @@ from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 from ferrule.core.url_policy import redact_url, url_origin
 
-from ._decode import _STATUS_CATEGORIES, category_for_status
+from ._decode import STATUS_CATEGORIES, category_for_status
 from ._files import (
     DiscoveryLimits,
     FileLimits,
@@ -78,7 +78,7 @@ class GoogleProviderBase(Provider):
         return profile
 
     def _classify_error(self, status: int, code: str | None, message: str | None) -> ErrorCategory | None:
-        if code in _STATUS_CATEGORIES or (message and "API key" in message):
+        if code in STATUS_CATEGORIES or (message and "API key" in message):
             category = category_for_status(code, status, message)
             # An HTTP 429 stays a rate limit and a 5xx a server error whatever the body says.
             if status == 429 or status >= 500:
