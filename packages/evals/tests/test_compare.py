@@ -157,7 +157,8 @@ def test_scores_move_deltas_never_verdicts() -> None:
         report(run(0, 1, *evaluations(True, 0.9))), report(run(0, 1, *evaluations(True, 0.4)))
     )
     (change,) = comparison.runs[0].evaluations
-    assert change.status == "unchanged" and change.score_delta == pytest.approx(-0.5)
+    assert change.status == "unchanged"
+    assert change.score_delta == pytest.approx(-0.5)
     assert comparison.regression_free()
     nan = compare_reports(
         report(run(0, 1, *evaluations(None, float("nan")))), report(run(0, 1, *evaluations(None, 0.4)))
@@ -189,7 +190,8 @@ def test_usage_latency_cost_and_pass_rate_deltas_are_signed() -> None:
         report(run(0, 1, usage=RunUsage(cost_nano_usd=5))),
         report(run(0, 1, usage=RunUsage(cost_nano_usd=None))),
     )
-    assert unknown.totals.cost_nano_usd is None and unknown.runs[0].delta is not None
+    assert unknown.totals.cost_nano_usd is None
+    assert unknown.runs[0].delta is not None
     assert unknown.runs[0].delta.cost_nano_usd is None
     empty = compare_reports(report(), report())
     assert (empty.pass_rate_delta, empty.runs, empty.regression_free()) == (None, (), True)
@@ -251,7 +253,8 @@ def test_the_golden_comparison_says_what_happened() -> None:
     assert (document["format"], document["version"]) == (CI_FORMAT, 1)
     # Regressions: (0,2) exact newly failing + its run; case 1's grader assertion removed; case 2's run removed
     # (it asserted) with its exact check.
-    assert document["conclusion"] == "fail" and not comparison.regression_free()
+    assert document["conclusion"] == "fail"
+    assert not comparison.regression_free()
     assert document["counts"]["runs"] == {
         "unchanged": 1, "improved": 1, "regressed": 1, "added": 1, "removed": 1, "regressions": 2, "improvements": 2,
     }  # fmt: skip

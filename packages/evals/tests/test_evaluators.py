@@ -71,19 +71,24 @@ def test_contains_text_lists_and_mappings() -> None:
     assert not judge(Contains(), [1, 2.0], 2).passed  # JSON equality: 2 is not 2.0
     assert judge(Contains("name"), {"name": "Ada"}).passed
     refused = judge(Contains(), "text", 3)
-    assert refused.passed is False and refused.reason == "cannot look for 3 in text"
+    assert refused.passed is False
+    assert refused.reason == "cannot look for 3 in text"
     assert judge(Contains(), 12, 1).reason == "output of type int has no contents"
 
 
 def test_valid_json_uses_the_bounded_decoder() -> None:
     assert judge(ValidJson(), '{"a": [1, 2]}').passed
     bad = judge(ValidJson(), '{"a": [1, 2}')
-    assert bad.passed is False and bad.reason is not None and "malformed JSON" in bad.reason
+    assert bad.passed is False
+    assert bad.reason is not None
+    assert "malformed JSON" in bad.reason
     assert judge(ValidJson(), 42).reason == "output is int, not JSON text"
     limits = msgspec.structs.replace(bounded_json.TOOL_ARGUMENTS, max_depth=2, name="tiny")
     assert judge(ValidJson(limits=limits), "[[1]]").passed  # depth 2: exactly the limit
     over = judge(ValidJson(limits=limits), "[[[1]]]")
-    assert over.passed is False and over.reason is not None and "max_depth=2" in over.reason
+    assert over.passed is False
+    assert over.reason is not None
+    assert "max_depth=2" in over.reason
 
 
 def test_function_evaluators_and_the_decorator() -> None:
@@ -96,7 +101,8 @@ def test_function_evaluators_and_the_decorator() -> None:
     def long(case: Case, output: Any, usage: RunUsage) -> bool:
         return len(output) >= 5
 
-    assert long.name == "long" and long.evaluate(Case("c", "x"), "abc", USAGE) is False
+    assert long.name == "long"
+    assert long.evaluate(Case("c", "x"), "abc", USAGE) is False
     assert repr(long) == "FunctionEvaluator('long')"
 
 

@@ -73,7 +73,8 @@ DATASET = Dataset(
 def test_dataset_json_and_yaml_round_trip_with_evaluators_in_order() -> None:
     data = dump_dataset_json(DATASET)
     document = json.loads(data)
-    assert document["format"] == "ferrule.eval_dataset" and document["version"] == 1
+    assert document["format"] == "ferrule.eval_dataset"
+    assert document["version"] == 1
     assert (document["evaluators"], document["trace_evaluators"], document["report_evaluators"]) == (
         ["exact_match", "valid_json"],
         ["chats"],
@@ -374,18 +375,17 @@ def test_reports_round_trip_every_field_through_json_and_yaml() -> None:
         assert first.usage == report.results[0].usage
         assert first.evaluations[1].usage == report.results[0].evaluations[1].usage
         score = first.evaluations[1].score
-        assert score is not None and math.isnan(score)
+        assert score is not None
+        assert math.isnan(score)
         assert loaded.results[1].evaluations[0].score == math.inf
         attributes = first.spans[0].attributes
         assert {k: type(v).__name__ for k, v in attributes.items()} == {
             "s": "str", "b": "bool", "i": "int", "d": "float", "nan": "float", "inf": "float",
             "ss": "tuple", "bs": "tuple", "is": "tuple", "ds": "tuple", "empty": "tuple",
         }  # fmt: skip
-        assert (
-            attributes["is"] == (1, 2)
-            and attributes["ds"] == (1.5, math.inf)
-            and attributes["bs"] == (True, False)
-        )
+        assert attributes["is"] == (1, 2)
+        assert attributes["ds"] == (1.5, math.inf)
+        assert attributes["bs"] == (True, False)
         assert first.spans[0].events == report.results[0].spans[0].events
         assert loaded.analyses == report.analyses
         assert loaded.cases == report.cases
@@ -450,7 +450,7 @@ def test_files_by_suffix_atomic_saves_and_readable_errors(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.yaml", "report.yml"]
     (tmp_path / "dataset.yaml").write_text(dump_dataset_yaml(DATASET), encoding="utf-8")
     assert load_dataset_file(tmp_path / "dataset.yaml", REGISTRY).cases == DATASET.cases
-    with pytest.raises(InvalidEvalDocument, match="unknown file type '.txt'"):
+    with pytest.raises(InvalidEvalDocument, match=r"unknown file type '\.txt'"):
         load_report_file(tmp_path / "report.txt")
     with pytest.raises(InvalidEvalDocument, match="cannot read"):
         load_report_file(tmp_path / "missing.json")
@@ -462,7 +462,8 @@ def test_files_by_suffix_atomic_saves_and_readable_errors(tmp_path: Path) -> Non
     with pytest.raises(InvalidEvalDocument, match="max_bytes"):
         load_report_file(huge)
     # Every file problem is a configuration error (a command line maps them to one exit status).
-    assert issubclass(InvalidEvalDocument, EvalConfigError) and issubclass(UnknownEvaluator, EvalConfigError)
+    assert issubclass(InvalidEvalDocument, EvalConfigError)
+    assert issubclass(UnknownEvaluator, EvalConfigError)
 
 
 json_values = st.recursive(

@@ -95,12 +95,14 @@ async def test_an_agent_runs_every_case_once_and_the_report_is_in_source_order()
         name="exact_match", passed=False, reason="expected '2', got '3'", attempts=1
     )
     assert [r.task_attempts for r in report.results] == [1, 1, 1]
-    assert report.results[0].usage.input_tokens == 10 and report.results[0].usage.requests == 1
+    assert report.results[0].usage.input_tokens == 10
+    assert report.results[0].usage.requests == 1
     summary = report.summary()
     assert (summary.total_runs, summary.passed_runs, summary.failed_runs) == (3, 2, 1)
     assert summary.pass_rate == pytest.approx(2 / 3)
     assert not report.passed()
-    assert report.name == "sums" and [c.name for c in report.cases] == ["sum-0", "sum-1", "sum-2"]
+    assert report.name == "sums"
+    assert [c.name for c in report.cases] == ["sum-0", "sum-1", "sum-2"]
 
 
 async def test_repetitions_times_concurrency_completion_order_never_changes_the_report_order() -> None:
@@ -141,7 +143,8 @@ async def test_repetitions_times_concurrency_completion_order_never_changes_the_
     assert [r.output for r in report.results] == [c * 10 for c in range(cases) for _ in range(repetitions)]
     assert all(r.repetitions == repetitions for r in report.results)
     grouped = report.case_summary(1)
-    assert grouped.case_name == "c1" and [r.repetition for r in grouped.results] == [1, 2, 3, 4]
+    assert grouped.case_name == "c1"
+    assert [r.repetition for r in grouped.results] == [1, 2, 3, 4]
     assert grouped.summary.total_runs == 4
 
 
@@ -151,7 +154,8 @@ async def test_the_agent_is_called_once_per_case_and_repetition() -> None:
         Agent(FunctionModel(model)), options=ExecutionOptions(repetitions=3, max_concurrency=2)
     )
     assert model.calls == 6
-    assert len(report.results) == 6 and report.passed()
+    assert len(report.results) == 6
+    assert report.passed()
 
 
 @pytest.mark.parametrize(
@@ -170,7 +174,8 @@ async def test_invalid_options_fail_before_any_model_call(options: ExecutionOpti
     options = msgspec.structs.replace(options, hooks=[hooked.append])
     with pytest.raises(InvalidExecutionOptions, match=message):
         await Dataset(sums(2), evaluators=[ExactMatch()]).run(Agent(FunctionModel(model)), options=options)
-    assert model.calls == 0 and hooked == []
+    assert model.calls == 0
+    assert hooked == []
 
 
 async def test_async_hooks_are_refused_before_any_call() -> None:
@@ -364,7 +369,8 @@ async def test_retries_stop_at_max_attempts_and_when_should_retry_says_no() -> N
 
     with pytest.raises(Boom) as raised:
         await Dataset(sums(1)).run(always, options=ExecutionOptions(task_retry=RetryPolicy(max_attempts=2)))
-    assert calls == 2 and raised.value is last
+    assert calls == 2
+    assert raised.value is last
 
     calls = 0
     classified: list[BaseException] = []
@@ -377,7 +383,8 @@ async def test_retries_stop_at_max_attempts_and_when_should_retry_says_no() -> N
         await Dataset(sums(1)).run(
             always, options=ExecutionOptions(task_retry=RetryPolicy(max_attempts=5, should_retry=never))
         )
-    assert calls == 1 and classified == [last]
+    assert calls == 1
+    assert classified == [last]
 
 
 async def test_task_and_evaluator_retry_policies_are_independent() -> None:
@@ -471,7 +478,8 @@ async def test_a_function_task_returning_an_agent_result_records_its_output_and_
 
     report = await Dataset([Case("a", (2, 3), expected="5")], evaluators=[ExactMatch()]).run(task)
     (result,) = report.results
-    assert result.output == "5" and result.passed
+    assert result.output == "5"
+    assert result.passed
     assert (result.usage.requests, result.usage.input_tokens, result.usage.output_tokens) == (1, 10, 2)
 
 
@@ -546,7 +554,8 @@ async def test_a_false_analysis_alone_fails_the_report() -> None:
         sums(1), evaluators=[ExactMatch()], report_evaluators=[MeanScore("x", minimum=0.5)]
     ).run(Agent(FunctionModel(Calculator())))
     assert all(r.passed for r in report.results)
-    assert report.analyses[0].assertion is False and not report.passed()
+    assert report.analyses[0].assertion is False
+    assert not report.passed()
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "0.5"])
@@ -620,7 +629,8 @@ async def test_an_empty_dataset_has_a_null_pass_rate() -> None:
         raise AssertionError("never called")
 
     report = await Dataset([]).run(task)
-    assert report.summary().pass_rate is None and report.results == ()
+    assert report.summary().pass_rate is None
+    assert report.results == ()
     assert report.passed()
 
 

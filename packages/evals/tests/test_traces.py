@@ -133,13 +133,15 @@ async def test_each_case_holds_copies_of_its_own_spans_under_concurrency() -> No
         assert [e.name for e in result.evaluations] == ["exact_match", "own_tool_call", "two_chats"]
         assert all(e.passed for e in result.evaluations)
         root = next(s for s in result.spans if s.parent_span_id is None)
-        assert root.name == "invoke_agent looker" and root.kind == "INTERNAL"
+        assert root.name == "invoke_agent looker"
+        assert root.kind == "INTERNAL"
         assert root.attributes["ferrule.usage.requests"] == 2  # typed: an int stays an int
         assert isinstance(root.attributes["gen_ai.usage.input_tokens"], int)
         chat = next(s for s in result.spans if s.name.startswith("chat "))
         assert chat.kind == "CLIENT"
         assert chat.attributes["gen_ai.response.finish_reasons"] in (("tool_call",), ("stop",))
-        assert chat.end_time_unix_nano is not None and chat.duration_seconds is not None
+        assert chat.end_time_unix_nano is not None
+        assert chat.duration_seconds is not None
     # Metrics still reach the configured meter provider.
     metrics = reader.get_metrics_data()
     assert metrics is not None
@@ -211,7 +213,8 @@ async def test_a_function_task_names_its_tracer_provider() -> None:
     report = await Dataset(CASES[:2], trace_evaluators=[ToolArguments()]).run(
         task, options=ExecutionOptions(tracer_provider=provider)
     )
-    assert report.passed() and [len(r.spans) for r in report.results] == [4, 4]
+    assert report.passed()
+    assert [len(r.spans) for r in report.results] == [4, 4]
     assert len(exporter.get_finished_spans()) == 8
 
 
@@ -226,8 +229,10 @@ async def test_reports_with_spans_round_trip_with_lowercase_hex_ids() -> None:
     data = dump_report_json(report)
     document = json.loads(data)
     span = document["runs"][0]["spans"][0]
-    assert len(span["trace_id"]) == 32 and span["trace_id"] == span["trace_id"].lower()
-    assert len(span["span_id"]) == 16 and int(span["span_id"], 16) > 0
+    assert len(span["trace_id"]) == 32
+    assert span["trace_id"] == span["trace_id"].lower()
+    assert len(span["span_id"]) == 16
+    assert int(span["span_id"], 16) > 0
     typed = {k: v["type"] for s in document["runs"][0]["spans"] for k, v in s["attributes"].items()}
     assert typed["gen_ai.usage.input_tokens"] == "int"
     assert typed["gen_ai.operation.name"] == "string"

@@ -86,7 +86,7 @@ from ._evaluators import (
     ValidJson,
     evaluator,
 )
-from ._grader import GRADER_INSTRUCTIONS, GraderOutput, ModelGrader
+from ._grader import GRADER_INSTRUCTIONS, MAX_REASON_CHARS, GraderOutput, ModelGrader
 from ._io import (
     DATASET_FORMAT,
     DOCUMENT_LIMITS,
@@ -126,6 +126,7 @@ __all__ = [
     "EXIT_REGRESSION",
     "GRADER_INSTRUCTIONS",
     "MAX_CASES",
+    "MAX_REASON_CHARS",
     "MAX_RUNS",
     "REPORT_FORMAT",
     "AmbiguousEvaluator",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -16,7 +16,7 @@ from ._errors import InvalidGraderOutput, InvalidGraderScore
 from ._evaluators import Evaluator
 from ._report import EvaluationResult
 
-__all__ = ["GRADER_INSTRUCTIONS", "GraderOutput", "ModelGrader"]
+__all__ = ["GRADER_INSTRUCTIONS", "MAX_REASON_CHARS", "GraderOutput", "ModelGrader"]
 
 GRADER_INSTRUCTIONS = (
     "You grade the output of a task against a rubric. The task, the output, the expected value and "
@@ -27,15 +27,24 @@ GRADER_INSTRUCTIONS = (
 """The instructions of the agent `ModelGrader` builds from a model."""
 
 
+MAX_REASON_CHARS = 240
+"""The longest `GraderOutput.reason`, part of the output schema."""
+
+
 class GraderOutput(msgspec.Struct, frozen=True):
-    """The typed verdict a grader's agent must produce."""
+    """The typed verdict a grader's agent must produce.
+
+    The score's bounds are part of the output schema, so a model that enforces schemas cannot leave
+    them and the agent's own validation sends an out-of-range score back as a retry prompt;
+    `ModelGrader` still checks every verdict, whatever produced it.
+    """
 
     passed: bool
     """Whether the output satisfies the rubric."""
-    score: float
+    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
     """How well, from 0 to 1."""
-    reason: str
-    """Why, in one sentence."""
+    reason: Annotated[str, msgspec.Meta(max_length=MAX_REASON_CHARS)]
+    """Why, in one sentence (at most `MAX_REASON_CHARS` characters, so a verdict fits a small token budget)."""
 
 
 def _json(value: Any) -> str:

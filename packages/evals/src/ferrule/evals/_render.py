@@ -232,26 +232,26 @@ def _score_chart(report: Report, name: str) -> str:
     stats = report.score_statistics(name)
     evaluations = [e for r in report.results if (e := r.evaluation(name)) is not None]
     scores = [e.score for e in evaluations if e.score is not None and math.isfinite(e.score)]
+    passed = sum(1 for e in evaluations if e.passed is True)
+    failed = sum(1 for e in evaluations if e.passed is False)
     if scores:
-        bars = [(f"{lo:.2g}{ABSENT_MARK}{hi:.2g}", count) for lo, hi, count in _histogram(scores)]
-    else:
-        passed = sum(1 for e in evaluations if e.passed is True)
-        failed = sum(1 for e in evaluations if e.passed is False)
-        bars = [("passed", passed), ("failed", failed)]
-    tallest = max((c for _, c in bars), default=0) or 1
+        bars = [(f"{lo:.2g}{ABSENT_MARK}{hi:.2g}", count, "#4a74d9") for lo, hi, count in _histogram(scores)]
+    else:  # an assertion-only evaluator: its distribution is passed against failed
+        bars = [("passed", passed, "#27ae60"), ("failed", failed, "#c0392b")]
+    tallest = max((c for _, c, _ in bars), default=0) or 1
     bar_width, height, top = 36, 120, 16
     svg_width = bar_width * len(bars) + 8
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{svg_width}" height="{height + top + 34}" '
         f'role="img" aria-label="{_e(name)} score distribution">'
     ]
-    for i, (label, count) in enumerate(bars):
+    for i, (label, count, colour) in enumerate(bars):
         h = round(height * count / tallest)
         x = 4 + i * bar_width
         y = top + height - h
         parts.append(
             f'<rect class="bar" data-label="{_e(label)}" data-count="{count}" x="{x + 3}" y="{y}" '
-            f'width="{bar_width - 6}" height="{h}" fill="#4a74d9"></rect>'
+            f'width="{bar_width - 6}" height="{h}" fill="{colour}"></rect>'
         )
         parts.append(f'<text x="{x + bar_width / 2}" y="{y - 3}" text-anchor="middle">{count}</text>')
         parts.append(
@@ -259,7 +259,7 @@ def _score_chart(report: Report, name: str) -> str:
             f'transform="rotate(30 {x + bar_width / 2} {top + height + 14})">{_e(label)}</text>'
         )
     parts.append("</svg>")
-    caption = f"{_e(name)}: {stats.count} score(s)" + (
+    caption = f"{_e(name)}: {passed} passed, {failed} failed, {stats.count} score(s)" + (
         ""
         if stats.mean is None
         else f", mean {format_score(stats.mean)}, sd {format_score(stats.std_dev)}, "
