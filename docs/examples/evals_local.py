@@ -41,8 +41,11 @@ from ferrule.evals import (
 from ferrule.providers.llamacpp import LlamaCppServer
 
 MODEL = os.environ.get("FERRULE_LOCAL_MODEL", "qwen2.5-coder-0.5b")
-SLOTS = 2
-"""Requests the server decodes together; the dataset runs as many cases at once."""
+SLOTS = 4
+"""Server slots: each keeps the prompt of its last request cached, so the task and grader prompts
+of two cases in flight (`CONCURRENCY`) each find a slot whose cache shares their long prefix."""
+CONCURRENCY = 2
+"""Cases in flight at once."""
 
 
 class Contact(msgspec.Struct):
@@ -134,7 +137,7 @@ async def evaluate() -> Report:
     async with LlamaCppServer.start(model=MODEL, parallel=SLOTS) as server:
         print(f"model: local {MODEL} at {server.origin}", file=sys.stderr)
         dataset, task = build(server)
-        return await dataset.run(task, options=ExecutionOptions(repetitions=2, max_concurrency=SLOTS))
+        return await dataset.run(task, options=ExecutionOptions(repetitions=2, max_concurrency=CONCURRENCY))
 
 
 def main(argv: list[str]) -> int:

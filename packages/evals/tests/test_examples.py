@@ -20,8 +20,10 @@ import pytest
 from ferrule.evals import (
     compare_reports,
     dump_report_json,
+    dump_report_yaml,
     load_dataset_file,
     load_report_file,
+    load_report_json,
     load_report_yaml,
 )
 
@@ -65,10 +67,14 @@ def test_the_quickstart_writes_files_compares_and_exits_with_the_verdict(tmp_pat
 @pytest.fixture(scope="session")
 def local_model() -> Path:
     """The verified GGUF file; skips (with the reason) only when the model cannot be downloaded."""
-    if importlib.util.find_spec("ferrule.providers.llamacpp") is None:
-        if os.environ.get("CI"):
-            pytest.fail("ferrule-llamacpp is missing: the evals test environments install it")
-        pytest.skip("ferrule-llamacpp is not installed")
+    try:
+        found = importlib.util.find_spec("ferrule.providers.llamacpp") is not None
+    except ModuleNotFoundError:  # not even the ferrule.providers namespace
+        found = False
+    if not found:
+        # ferrule-evals does not depend on it: the workspace environment (`hatch run test`) runs this
+        # test, the package's isolated environment does not install the local server.
+        pytest.skip("ferrule-llamacpp is not installed (it is in the workspace environment)")
     from ferrule.providers.llamacpp import ModelDownloadError, ensure_model
 
     try:
@@ -153,8 +159,11 @@ def test_the_local_model_example_produces_a_sound_report(local_model: Path, tmp_
     assert report.analyses[1].value == pytest.approx(stats.mean)
     assert report.grading_usage().requests >= 24
 
-    # The YAML report, the JSON form and the printed table agree.
-    assert dump_report_json(load_report_file(report_path)) == dump_report_json(report)
+    # The YAML file, its JSON form and the printed table agree; both forms round-trip exactly.
+    data = dump_report_json(report)
+    assert dump_report_json(load_report_json(data)) == data
+    assert dump_report_json(load_report_yaml(dump_report_yaml(load_report_json(data)))) == data
+    assert dump_report_yaml(report) == report_path.read_text(encoding="utf-8")
     assert f"{summary.total_runs} runs, {summary.passed_runs} passed" in done.stdout
     assert 'id="results"' in html_path.read_text(encoding="utf-8")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -448,6 +449,9 @@ def test_files_by_suffix_atomic_saves_and_readable_errors(tmp_path: Path) -> Non
         path = save_report(report, tmp_path / name)
         assert dump_report_json(load_report_file(path)) == dump_report_json(report)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.yaml", "report.yml"]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o666 & ~umask
     (tmp_path / "dataset.yaml").write_text(dump_dataset_yaml(DATASET), encoding="utf-8")
     assert load_dataset_file(tmp_path / "dataset.yaml", REGISTRY).cases == DATASET.cases
     with pytest.raises(InvalidEvalDocument, match=r"unknown file type '\.txt'"):

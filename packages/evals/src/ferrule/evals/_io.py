@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias, assert_never
@@ -717,8 +717,9 @@ def save_report(report: Report, path: str | Path) -> Path:
 
 
 def _write_atomic(target: Path, data: bytes) -> None:
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+    # Not mkstemp: its 0600 mode would make a report unreadable to others whatever the umask says.
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
