@@ -248,3 +248,10 @@ def test_opentelemetry_is_not_imported_when_instrumentation_is_off() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_instrumentation_property_exposes_the_settings() -> None:
+    _, _, settings = setup()
+    assert Agent(FunctionModel(model_fn), instrument=settings).instrumentation is settings
+    assert Agent(FunctionModel(model_fn), instrument=True).instrumentation == InstrumentationSettings()
+    assert Agent(FunctionModel(model_fn)).instrumentation is None

@@ -48,18 +48,33 @@ TOOLS.extend(
                 "required": ["marker"],
             },
         },
-    },
-    {"name": "huge_no_id", "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}}},
-    {"name": "stderr", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
-    {
-        "name": "server_error",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"message": {"type": "string"}, "code": {"type": "integer"}},
-            "required": ["message"],
+        {
+            "name": "sized",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer"},
+                    "id_last": {"type": "boolean"},
+                    "hidden_id": {"type": "boolean"},
+                },
+                "required": ["size"],
+            },
         },
-    },
-]
+        {
+            "name": "huge_no_id",
+            "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        },
+        {"name": "stderr", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        {
+            "name": "server_error",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}, "code": {"type": "integer"}},
+                "required": ["message"],
+            },
+        },
+    ]
+)
 if "--bad-schema" in ARGS:
     TOOLS.append(
         {

@@ -249,11 +249,13 @@ class Agent(Generic[DepsT, OutputT]):
         self._static_instructions: list[str] = []
         self._dynamic_instructions: list[tuple[Callable[..., Any], bool, bool]] = []
         tracer: Tracer | None = None
+        self._instrumentation: InstrumentationSettings | None = None
         if instrument:
             settings = (
                 instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
             )
             tracer = Tracer(settings, self.name)
+            self._instrumentation = settings
         self._core = _AgentCore(
             name=self.name,
             output_info=normalize_spec(output_type),
@@ -363,6 +365,11 @@ class Agent(Generic[DepsT, OutputT]):
     def model(self) -> Model | str | None:
         """The default model (instance or `provider:model` string)."""
         return self._model
+
+    @property
+    def instrumentation(self) -> InstrumentationSettings | None:
+        """The OpenTelemetry settings of `instrument=`, or `None` when the agent is not instrumented."""
+        return self._instrumentation
 
     # --- run set-up ---------------------------------------------------------------------------------
 

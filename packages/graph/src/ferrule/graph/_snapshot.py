@@ -390,7 +390,7 @@ def _migrate(
     return new_state, new_value
 
 
-def read_snapshot(
+def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to split
     graph: Graph[Any, Any, Any, Any, Any], source: bytes | str, codec: SnapshotCodec[Any, Any]
 ) -> Loaded:
     """Check an envelope against the graph and the codec's version; no codec method is called."""

@@ -176,7 +176,7 @@ def _has(metadata: NodeMetadata | None) -> bool:
     return metadata is not None and metadata != NodeMetadata()
 
 
-def render_mermaid(
+def render_mermaid(  # noqa: C901 - sequential validation/rendering steps; to split
     graph: Graph[Any, Any, Any, Any, Any],
     *,
     title: str | None = None,

@@ -649,7 +649,7 @@ class _Encoder:
 
     # -- responses --------------------------------------------------------------------------------
 
-    def _response(self, message: ModelResponse) -> None:
+    def _response(self, message: ModelResponse) -> None:  # noqa: C901 - exhaustive match over every part/event kind
         replay = replayable_to(message, PROVIDER_NAME)
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
