@@ -74,6 +74,8 @@ from .policies import ToolPolicy
 from .pricing import Pricing
 from .toolsets import AbstractToolset, FunctionToolset
 
+__version__ = "0.1.0"
+
 __all__ = [
     "ToolPolicy",
     "Pricing",
@@ -134,4 +136,5 @@ __all__ = [
     "ToolThreads",
     "UnexpectedModelBehavior",
     "run_state_of",
+    "__version__",
 ]
