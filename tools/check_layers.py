@@ -2,7 +2,7 @@
 
 Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui; 3 cli and
 durable adapters. A distribution may import ferrule code only from its own layer or lower ones, and every
-ferrule distribution it imports must be among its declared dependencies. Within layer 1 the agent and
+ferrule distribution it imports must be among its declared dependencies (or in one of its extras). Within layer 1 the agent and
 the providers never import each other: they meet only in the core model contract (a provider package
 may build on another provider package, as ferrule-llamacpp builds on ferrule-openai).
 
@@ -85,7 +85,11 @@ def check(repo: Path) -> list[str]:
     for pyproject in sorted(repo.glob("packages/*/pyproject.toml")):
         meta = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
         dist = str(meta.get("name", "")).lower()
-        deps = {_dist_name(d) for d in meta.get("dependencies", [])}
+        # An extra is a declaration too: a subcommand may import a distribution its extra installs.
+        declared = list(meta.get("dependencies", []))
+        for extra in meta.get("optional-dependencies", {}).values():
+            declared.extend(extra)
+        deps = {_dist_name(d) for d in declared}
         packages.append((pyproject.parent, dist, deps))
         src = pyproject.parent / "src"
         if (src / "ferrule" / "__init__.py").exists():

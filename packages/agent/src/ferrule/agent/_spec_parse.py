@@ -330,3 +330,14 @@ def convert(value: Any, tp: type[Any], origin: str) -> Any:
         raise SpecParseError(f"{origin}: {exc}") from None
     except (ValueError, TypeError, UserError) as exc:
         raise SpecParseError(f"{origin}: {exc}") from None
+
+
+def checked_convert(raw: Any, tp: type[Any], origin: str, hint: str = "") -> Any:
+    """`raw` (plain data) converted to `tp` after the secret scan and the unknown-key check."""
+    secrets = find_secrets(raw)
+    if secrets:
+        raise SpecParseError(f"{origin} holds credential-looking values: " + "; ".join(secrets))
+    unknown = check_keys(raw, tp)
+    if unknown:
+        raise SpecParseError(f"{origin} has unknown keys: {', '.join(unknown)}{hint}")
+    return convert(raw, tp, origin)

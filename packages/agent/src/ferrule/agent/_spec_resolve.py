@@ -174,7 +174,7 @@ def _check_url(ref: ModelRef, check: _Checker) -> None:
     from ferrule.core.errors import UrlPolicyError
 
     try:
-        local_policy(ref.base_url or "", ref.allow_local_url).check(ref.base_url or "")
+        ref.url_policy().check(ref.base_url or "")
     except UrlPolicyError as exc:
         hint = (
             ""
@@ -182,23 +182,6 @@ def _check_url(ref: ModelRef, check: _Checker) -> None:
             else "; set allow_local_url: true for a server on this machine or network"
         )
         check.add("$.model.base_url", "url", f"{exc}{hint}")
-
-
-def local_policy(base_url: str, allow_local: bool) -> Any:
-    """The URL policy of a model's `base_url`: the default, or one allowing exactly its origin."""
-    from ferrule.core.url_policy import UrlPolicy, url_origin
-
-    if not allow_local:
-        return UrlPolicy()
-    import httpx2
-
-    try:
-        parsed = httpx2.URL(base_url)
-    except (httpx2.InvalidURL, TypeError, ValueError):
-        return UrlPolicy()
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        return UrlPolicy()
-    return UrlPolicy.local(url_origin(parsed))
 
 
 def validate(
@@ -354,8 +337,13 @@ async def resolve(
     ref = model or spec.model
     assert ref is not None  # validate reported a missing model
     copy = msgspec.json.decode(msgspec.json.encode(spec), type=AgentSpec)
-    # Only now are values read, and only of the names checked above.
+    # Only now are values read, and only of the names checked above (plus allowlisted optional
+    # `${NAME:-default}` references that are set).
     env = {name: environ[name] for name in report.required_env}
+    allowed = set(report.required_env) if env_allowlist is None else set(env_allowlist)
+    for name in _mcp_env_names(spec)[1]:
+        if (env_allowlist is None or name in allowed) and name in environ:
+            env[name] = environ[name]
 
     built: list[Capability[Any]] = []
     by_id = {c.id: c for c in spec.capabilities}

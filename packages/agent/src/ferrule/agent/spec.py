@@ -36,7 +36,7 @@ import os
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeVar, cast, runtime_checkable
 
 import msgspec
 
@@ -51,14 +51,15 @@ from ._spec_parse import (
     DocumentFormat,
     SpecError,
     SpecParseError,
-    check_keys,
-    convert,
+    checked_convert,
     find_secrets,
     load_document,
 )
 from ._tools import Tool, ToolLimits
 
 if TYPE_CHECKING:
+    from ferrule.core.url_policy import UrlPolicy
+
     from ._agent import Agent
     from .capabilities import Capability
     from .toolsets import AbstractToolset
@@ -87,7 +88,10 @@ __all__ = [
     "entry_point_model_resolver",
     "find_secrets",
     "load_document",
+    "parse_document",
 ]
+
+T = TypeVar("T")
 
 SPEC_VERSION = 1
 """The specification format version this release reads and writes."""
@@ -143,6 +147,25 @@ class ModelRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     def model_string(self) -> str:
         """`provider:name`."""
         return f"{self.provider}:{self.name}"
+
+    def url_policy(self) -> UrlPolicy:
+        """The policy `base_url` must pass: the default (public HTTPS), or with `allow_local_url`
+        the default plus exactly the origin of `base_url`."""
+        from ferrule.core.url_policy import UrlPolicy
+
+        if not self.allow_local_url or self.base_url is None:
+            return UrlPolicy()
+        import httpx2
+
+        from ferrule.core.url_policy import url_origin
+
+        try:
+            parsed = httpx2.URL(self.base_url)
+        except (httpx2.InvalidURL, TypeError, ValueError):
+            return UrlPolicy()
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            return UrlPolicy()
+        return UrlPolicy.local(url_origin(parsed))
 
 
 class OutputRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -253,20 +276,13 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
         if not isinstance(document, dict):
             raise SpecParseError(f"{origin} must be an object (a mapping of fields)")
         raw = _normalize(cast("dict[str, Any]", document), origin)
-        secrets = find_secrets(raw)
-        if secrets:
-            raise SpecParseError(f"{origin} holds credential-looking values: " + "; ".join(secrets))
-        unknown = check_keys(raw, AgentSpec)
-        if unknown:
-            raise SpecParseError(
-                f"{origin} has unknown keys: {', '.join(unknown)}; check the spelling against docs/agent.md#agent-specifications"
-            )
         version = raw.get("version", SPEC_VERSION)
         if isinstance(version, int) and not isinstance(version, bool) and version > SPEC_VERSION:
             raise SpecParseError(
                 f"{origin} has version {version}; this ferrule-agent reads up to version {SPEC_VERSION}"
             )
-        spec = cast("AgentSpec", convert(raw, AgentSpec, origin))
+        hint = "; check the spelling against docs/agent.md#agent-specifications"
+        spec = cast("AgentSpec", checked_convert(raw, AgentSpec, origin, hint))
         spec._check_values(origin)
         return spec
 
@@ -425,6 +441,25 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     def to_json(self) -> bytes:
         """The specification as a JSON document (defaults omitted where the types omit them)."""
         return msgspec.json.encode(self)
+
+
+def parse_document(
+    data: bytes | str,
+    type: type[T],
+    *,
+    format: DocumentFormat = "json",
+    origin: str = "the document",
+) -> T:
+    """Read an application's own configuration the way `AgentSpec.parse` reads a specification.
+
+    Bounded by `CLI_CONFIG`, data only, credential-looking values and unknown keys rejected (also
+    inside nested msgspec Structs that do not forbid them), then converted to `type`; every
+    failure is a `SpecParseError` naming the path, never the value.
+    """
+    document = load_document(data, format=format, origin=origin)
+    if not isinstance(document, dict):
+        raise SpecParseError(f"{origin} must be an object (a mapping of fields)")
+    return cast("T", checked_convert(document, type, origin))
 
 
 def _copy_plain(data: Mapping[str, Any], origin: str) -> Any:
