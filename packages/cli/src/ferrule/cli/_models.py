@@ -45,13 +45,15 @@ async def _discover(provider_name: str, args: argparse.Namespace) -> list[str]:
         base_url=args.base_url,
         allow_local_url=args.allow_local_url,
     )
-    import os
+    env: dict[str, str] = {}
+    if args.api_key_env:
+        import os
 
-    env = {args.api_key_env: os.environ[args.api_key_env]} if args.api_key_env in os.environ else {}
-    if args.api_key_env and not env:
-        from ._exit import CredentialError
+        if args.api_key_env not in os.environ:
+            from ._exit import CredentialError
 
-        raise CredentialError(f"{args.api_key_env} is not set")
+            raise CredentialError(f"{args.api_key_env} is not set")
+        env[args.api_key_env] = os.environ[args.api_key_env]
     if provider_name == "llamacpp":
         from ferrule.providers.llamacpp import CATALOG, cached_model_path
 
