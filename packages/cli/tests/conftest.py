@@ -54,7 +54,7 @@ class Fail:
 
 @dataclass(frozen=True)
 class Hang:
-    """A turn that never answers (until the test ends)."""
+    """A turn that never answers: it waits until the client goes away (counted in `disconnects`)."""
 
 
 Turn = Text | Calls | Fail | Hang | Callable[[dict[str, Any]], "Text | Calls | Fail | Hang"]
@@ -131,8 +131,10 @@ class ScriptedModel:
     turns: list[Turn]
     bodies: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     base_url: str = ""
+    disconnects: int = 0
+    """Hanging requests whose client closed the connection."""
 
-    def handle(self, conn: Conn, request: Request) -> None:
+    def handle(self, conn: Conn, request: Request) -> bool | None:
         if request.method == "GET" and request.path.endswith("/models"):
             conn.respond_json(200, {"object": "list", "data": [{"id": "scripted-large"}, {"id": "scripted-small"}]})
             return
@@ -145,11 +147,27 @@ class ScriptedModel:
             case Fail(status=status, message=message):
                 conn.respond_json(status, {"error": {"message": message, "type": "invalid_request_error"}})
             case Hang():
-                conn.hang()
+                self._until_disconnect(conn)
+                return False
             case Text() | Calls() if body.get("stream"):
                 conn.stream(sse_for(turn, len(self.bodies)), sizes=(97, 13, 256))
             case Text() | Calls():
                 conn.respond_json(200, completion_for(turn, len(self.bodies)))
+
+    def _until_disconnect(self, conn: Conn) -> None:
+        conn.sock.settimeout(0.05)
+        while not conn.server.stopping.is_set():
+            try:
+                data = conn.sock.recv(4096)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+        else:
+            return
+        self.disconnects += 1
 
     @property
     def args(self) -> list[str]:

@@ -89,7 +89,8 @@ class _Sink:
         if self.bridge is not None:
             self._emit(self.bridge.feed(event))
         elif self.stream_text:
-            from ferrule.core.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+            from ferrule.core.messages import TextPart
+            from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
 
             text = None
             if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
