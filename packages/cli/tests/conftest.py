@@ -91,7 +91,12 @@ def sse_for(turn: Text | Calls, number: int) -> bytes:
                 _chunk(
                     {
                         "tool_calls": [
-                            {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": text[:half]}}
+                            {
+                                "index": index,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": text[:half]},
+                            }
                         ]
                     }
                 )
@@ -110,7 +115,11 @@ def completion_for(turn: Text | Calls, number: int) -> dict[str, Any]:
         finish = "stop"
     else:
         message["tool_calls"] = [
-            {"id": f"call_{number}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            {
+                "id": f"call_{number}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
             for i, (name, args) in enumerate(turn.calls)
         ]
         finish = "tool_calls"
@@ -136,7 +145,9 @@ class ScriptedModel:
 
     def handle(self, conn: Conn, request: Request) -> bool | None:
         if request.method == "GET" and request.path.endswith("/models"):
-            conn.respond_json(200, {"object": "list", "data": [{"id": "scripted-large"}, {"id": "scripted-small"}]})
+            conn.respond_json(
+                200, {"object": "list", "data": [{"id": "scripted-large"}, {"id": "scripted-small"}]}
+            )
             return
         body = request.json()
         self.bodies.append(body)

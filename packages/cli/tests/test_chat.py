@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
 from .conftest import Calls, Hang, ScriptedModel, Text, clean_env
@@ -51,7 +52,22 @@ class Terminal:
     def start(self, command: list[str]) -> None:
         line = " ".join(shlex.quote(part) for part in command) + "; echo EXIT=$?; sleep 600"
         subprocess.run(
-            ["tmux", "-L", self.socket, "new-session", "-d", "-s", "t", "-x", "100", "-y", "40", "-c", str(self.cwd), line],
+            [
+                "tmux",
+                "-L",
+                self.socket,
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                "-c",
+                str(self.cwd),
+                line,
+            ],
             env=clean_env(TERM="xterm-256color", COLUMNS="100"),
             check=True,
         )
@@ -93,7 +109,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 
 
 def prompts(screen: str) -> int:
-    return sum(1 for line in screen.splitlines() if line.startswith("›"))
+    return sum(1 for line in screen.splitlines() if line.startswith(PROMPT.strip()))
 
 
 def test_chat_session_in_a_real_terminal(scripted: Scripted, terminal: Terminal, tmp_path: Path) -> None:
@@ -108,7 +124,17 @@ def test_chat_session_in_a_real_terminal(scripted: Scripted, terminal: Terminal,
         Hang(),
         Text("Still here after the cancel."),
     )
-    command = [sys.executable, "-m", "ferrule.cli", "chat", *model.args, "--config", "ferrule.json", "--history", "chat.json"]
+    command = [
+        sys.executable,
+        "-m",
+        "ferrule.cli",
+        "chat",
+        *model.args,
+        "--config",
+        "ferrule.json",
+        "--history",
+        "chat.json",
+    ]
     terminal.start(command)
     terminal.wait_for("Ctrl-D or /exit leaves")
     terminal.wait(lambda s: prompts(s) == 1, "the first prompt")

@@ -30,9 +30,20 @@ def test_models_lists_installed_providers(cli: Cli) -> None:
 
 def test_models_of_a_provider_through_its_discovery(scripted: Scripted, cli: Cli) -> None:
     model = scripted()
-    result = cli("models", "openai", "--base-url", model.base_url, "--allow-local-url", "--api-key-env", KEY_ENV)
+    result = cli(
+        "models", "openai", "--base-url", model.base_url, "--allow-local-url", "--api-key-env", KEY_ENV
+    )
     assert (result.code, result.out) == (0, "scripted-large\nscripted-small\n")
-    as_json = cli("models", "openai", "--json", "--base-url", model.base_url, "--allow-local-url", "--api-key-env", KEY_ENV)
+    as_json = cli(
+        "models",
+        "openai",
+        "--json",
+        "--base-url",
+        model.base_url,
+        "--allow-local-url",
+        "--api-key-env",
+        KEY_ENV,
+    )
     assert as_json.json() == ["scripted-large", "scripted-small"]
 
 
@@ -62,7 +73,11 @@ def test_python_dash_m_and_the_console_script(tmp_path: Path) -> None:
     assert script is not None, "the ferrule console script is not installed next to the interpreter"
     for command in ([script], [sys.executable, "-m", "ferrule.cli"]):
         out = subprocess.run(
-            [*command, "--model", "test:x", "--json", "hi"], capture_output=True, cwd=tmp_path, env=clean_env(), check=False
+            [*command, "--model", "test:x", "--json", "hi"],
+            capture_output=True,
+            cwd=tmp_path,
+            env=clean_env(),
+            check=False,
         )
         assert out.returncode == 0
         assert json.loads(out.stdout)["output"] == "success (no tool calls)"
@@ -75,7 +90,9 @@ def test_bash_completion(cli: Cli, tmp_path: Path) -> None:
     def complete(*words: str) -> list[str]:
         line = " ".join(f"'{w}'" for w in words)
         program = f'source {script}; COMP_WORDS=(ferrule {line}); COMP_CWORD={len(words)}; _ferrule; printf "%s\\n" "${{COMPREPLY[@]}}"'
-        return subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True).stdout.split()
+        return subprocess.run(
+            ["bash", "-c", program], capture_output=True, text=True, check=True
+        ).stdout.split()
 
     assert complete("ch") == ["chat"]
     assert complete("run", "--output", "") == ["text", "json", "events"]
@@ -92,7 +109,12 @@ def test_fish_completion(cli: Cli, tmp_path: Path) -> None:
     script.write_text(cli("completion", "fish").out)
 
     def complete(line: str) -> list[str]:
-        out = subprocess.run(["fish", "-c", f"source {script}; complete -C '{line}'"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["fish", "-c", f"source {script}; complete -C '{line}'"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return [row.split("\t")[0] for row in out.stdout.splitlines()]
 
     assert sorted(complete("ferrule run --output ")) == ["events", "json", "text"]

@@ -72,7 +72,9 @@ def test_mcp_server_tools_are_used_and_the_server_stops_with_the_command(
     assert processes_with(marker) == []
 
 
-def test_mcp_tools_need_approval_with_require_tool_approval(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
+def test_mcp_tools_need_approval_with_require_tool_approval(
+    scripted: Scripted, cli: Cli, tmp_path: Path
+) -> None:
     marker = uuid.uuid4().hex
     config = mcp_config(tmp_path, marker, require_tool_approval=True)
     model = scripted(Calls((("get_current_time", {"timezone": "UTC"}),)), echo_tool_result)
@@ -87,7 +89,15 @@ def test_ctrl_c_cancels_the_run_and_shuts_the_mcp_server_down(scripted: Scripted
     marker = uuid.uuid4().hex
     model = scripted(Hang())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ferrule.cli", *model.args, "--config", str(mcp_config(tmp_path, marker)), "time?"],
+        [
+            sys.executable,
+            "-m",
+            "ferrule.cli",
+            *model.args,
+            "--config",
+            str(mcp_config(tmp_path, marker)),
+            "time?",
+        ],
         cwd=tmp_path,
         env=clean_env(),
         stdout=subprocess.PIPE,

@@ -61,7 +61,9 @@ def tool_results(model: ScriptedModel, index: int = -1) -> list[dict[str, Any]]:
 
 def test_text_output_and_flags_reach_the_request(scripted: Scripted, cli: Cli) -> None:
     model = scripted(Text("Paris is the capital."))
-    result = cli("run", *model.args, "--system", "Answer briefly.", "--max-tokens", "40", "Capital of France?")
+    result = cli(
+        "run", *model.args, "--system", "Answer briefly.", "--max-tokens", "40", "Capital of France?"
+    )
     assert (result.code, result.out, result.err) == (0, "Paris is the capital.\n", "")
     body = model.bodies[0]
     assert body["messages"][0] == {"role": "system", "content": "Answer briefly."}
@@ -145,7 +147,10 @@ def test_exit_2_usage(cli: Cli, args: list[str], message: str) -> None:
         ({"modle": "test:x"}, "unknown keys: $.modle"),
         ({"model": "test:x", "model_settings": {"max_tokenz": 1}}, "$.model_settings.max_tokenz"),
         ({"model": "test:x", "api_key": "sk-live-0123456789abcdefghij"}, "looks like a credential"),
-        ({"model": "test:x", "system_prompt": "key: sk-0123456789abcdefghijklmn"}, "shaped like a credential"),
+        (
+            {"model": "test:x", "system_prompt": "key: sk-0123456789abcdefghijklmn"},
+            "shaped like a credential",
+        ),
         ({"model": "test:x", "tools": [{"function": "tools.py:missing"}]}, "has no function 'missing'"),
         ({"model": "test:x", "tools": [{"function": "no_such_module:f"}]}, "cannot import the tool"),
         ({"model": "test:x", "tools": [{"external": True, "name": "x"}]}, "needs 'name' and 'parameters'"),
@@ -257,13 +262,17 @@ def test_resume_deny_never_runs_the_call(scripted: Scripted, cli: Cli, tmp_path:
     config = write_config(tmp_path, tools=[{"function": "tools.py:deploy"}], require_tool_approval=True)
     model = scripted(Calls((("deploy", {"service": "db"}),)), Text("Not deployed."))
     assert cli(*model.args, "--config", str(config), "--paused-state", "p.json", "Deploy db").code == 10
-    resumed = cli(*model.args, "--config", str(config), "--paused-state", "p.json", "--resume", "--approval", "deny")
+    resumed = cli(
+        *model.args, "--config", str(config), "--paused-state", "p.json", "--resume", "--approval", "deny"
+    )
     assert resumed.code == 0
     assert not (tmp_path / "deployed.txt").exists()
     assert "denied" in tool_results(model)[0]["content"]
 
 
-def test_require_tool_approval_flag_converts_manifest_tools(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
+def test_require_tool_approval_flag_converts_manifest_tools(
+    scripted: Scripted, cli: Cli, tmp_path: Path
+) -> None:
     config = write_config(tmp_path, tools=[{"function": "tools.py:add"}])
     model = scripted(Calls((("add", {"a": 1, "b": 2}),)), Text("3"))
     assert cli(*model.args, "--config", str(config), "--require-tool-approval", "1+2").code == 10
@@ -271,7 +280,9 @@ def test_require_tool_approval_flag_converts_manifest_tools(scripted: Scripted, 
     assert cli(*model.args, "--config", str(config), "--approval-mode", "deny", "1+2").code == 0
 
 
-def test_external_calls_run_only_with_an_explicit_result(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
+def test_external_calls_run_only_with_an_explicit_result(
+    scripted: Scripted, cli: Cli, tmp_path: Path
+) -> None:
     external = {
         "name": "charge_card",
         "external": True,
@@ -279,7 +290,12 @@ def test_external_calls_run_only_with_an_explicit_result(scripted: Scripted, cli
         "parameters": {"type": "object", "properties": {"cents": {"type": "integer"}}, "required": ["cents"]},
     }
     config = write_config(tmp_path, tools=[external])
-    model = scripted(Calls((("charge_card", {"cents": 500}),)), Text("ok"), Calls((("charge_card", {"cents": 7}),)), Text("ok"))
+    model = scripted(
+        Calls((("charge_card", {"cents": 500}),)),
+        Text("ok"),
+        Calls((("charge_card", {"cents": 7}),)),
+        Text("ok"),
+    )
     assert cli(*model.args, "--config", str(config), "Charge 5 dollars").code == 10
     approved = cli(*model.args, "--config", str(config), "--resume", "--approval", "approve")
     assert approved.code == 0
@@ -287,23 +303,46 @@ def test_external_calls_run_only_with_an_explicit_result(scripted: Scripted, cli
 
     assert cli(*model.args, "--config", str(config), "Charge 7 cents").code == 10
     given = cli(
-        *model.args, "--config", str(config), "--resume", "--approval", "approve", "--external-result", 'call_3_0={"charged": 7}'
+        *model.args,
+        "--config",
+        str(config),
+        "--resume",
+        "--approval",
+        "approve",
+        "--external-result",
+        'call_3_0={"charged": 7}',
     )
     assert given.code == 0
     assert json.loads(tool_results(model)[0]["content"]) == {"charged": 7}
-    assert cli(*model.args, "--config", str(config), "--resume", "--approval", "approve", "--external-result", "x=1").code == 3
+    assert (
+        cli(
+            *model.args,
+            "--config",
+            str(config),
+            "--resume",
+            "--approval",
+            "approve",
+            "--external-result",
+            "x=1",
+        ).code
+        == 3
+    )
 
 
 def test_signed_paused_state(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
     config = write_config(
-        tmp_path, tools=[{"function": "tools.py:deploy", "requires_approval": True}], signing_key_env="PAUSE_KEY"
+        tmp_path,
+        tools=[{"function": "tools.py:deploy", "requires_approval": True}],
+        signing_key_env="PAUSE_KEY",
     )
     env = clean_env(PAUSE_KEY="a-long-signing-key")
     model = scripted(Calls((("deploy", {"service": "api"}),)), Text("done"))
     assert cli(*model.args, "--config", str(config), "Deploy api", env=env).code == 10
     state_file = tmp_path / "ferrule-paused.json"
     assert len(json.loads(state_file.read_text())["mac"]) == 64
-    assert cli(*model.args, "--config", str(config), "--resume", "--approval", "approve").code == 4  # key unset
+    assert (
+        cli(*model.args, "--config", str(config), "--resume", "--approval", "approve").code == 4
+    )  # key unset
 
     original = state_file.read_text()
     state_file.write_text(original.replace('"web"', '"x"').replace("api", "apj"))
@@ -313,7 +352,15 @@ def test_signed_paused_state(scripted: Scripted, cli: Cli, tmp_path: Path) -> No
     assert not (tmp_path / "deployed.txt").exists()
 
     state_file.write_text(original)
-    wrong = cli(*model.args, "--config", str(config), "--resume", "--approval", "approve", env=clean_env(PAUSE_KEY="other"))
+    wrong = cli(
+        *model.args,
+        "--config",
+        str(config),
+        "--resume",
+        "--approval",
+        "approve",
+        env=clean_env(PAUSE_KEY="other"),
+    )
     assert wrong.code == 3
     assert cli(*model.args, "--config", str(config), "--resume", "--approval", "approve", env=env).code == 0
     assert (tmp_path / "deployed.txt").read_text() == "api"
@@ -345,7 +392,9 @@ def test_a_failed_run_leaves_the_history_unchanged(scripted: Scripted, cli: Cli,
 # --- specs -----------------------------------------------------------------------------------------
 
 
-def test_the_same_spec_runs_from_python_and_from_the_command(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
+def test_the_same_spec_runs_from_python_and_from_the_command(
+    scripted: Scripted, cli: Cli, tmp_path: Path
+) -> None:
     model = scripted(Calls((("add", {"a": 20, "b": 22}),)), Text("The sum is 42."))
     spec = tmp_path / "agent.yaml"
     spec.write_text(
@@ -380,7 +429,9 @@ def test_the_same_spec_runs_from_python_and_from_the_command(scripted: Scripted,
     assert anyio.run(from_python) == "The sum is 42."
     from_cli, from_py = model.bodies[0], model.bodies[2]
     assert from_py["messages"] == from_cli["messages"]
-    assert [t["function"]["name"] for t in from_py["tools"]] == [t["function"]["name"] for t in from_cli["tools"]]
+    assert [t["function"]["name"] for t in from_py["tools"]] == [
+        t["function"]["name"] for t in from_cli["tools"]
+    ]
 
 
 def test_a_spec_and_agent_fields_in_the_config_conflict(cli: Cli, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["chat_command"]
 
-PROMPT = "› "
+PROMPT = "\u203a "  # a single right-pointing angle quotation mark
 """What the input line starts with."""
 _MAX_SHOWN = 300
 
@@ -57,7 +57,9 @@ class _Renderer:
         if self.live is None:
             from rich.live import Live
 
-            self.live = Live(console=self.console, refresh_per_second=15, vertical_overflow="visible", transient=False)
+            self.live = Live(
+                console=self.console, refresh_per_second=15, vertical_overflow="visible", transient=False
+            )
             self.live.start()
         self.live.update(Markdown(self.text), refresh=True)
 
@@ -82,7 +84,7 @@ class _Renderer:
 
     def feed(self, event: Any) -> None:
         from ferrule.agent import FunctionToolCallEvent, FunctionToolResultEvent
-        from ferrule.core.messages import TextPart
+        from ferrule.core.messages import RetryPromptPart, TextPart
         from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
 
         if isinstance(event, PartStartEvent):
@@ -94,13 +96,16 @@ class _Renderer:
             self._text(event.delta.content_delta)
         elif isinstance(event, FunctionToolCallEvent):
             self.end_text()
-            self.console.print(f"[bold cyan]⚙ {event.part.tool_name}[/]([dim]{_escape(_short(event.part.args or {}))}[/])")
+            self.console.print(
+                f"[bold cyan]⚙ {event.part.tool_name}[/]([dim]{_escape(_short(event.part.args or {}))}[/])"
+            )
         elif isinstance(event, FunctionToolResultEvent):
             result = event.result
-            content = getattr(result, "content", None)
-            outcome = getattr(result, "outcome", "success")
-            style = "green" if outcome == "success" else "yellow"
-            shown = _short(content if content is not None else result.model_response())
+            if isinstance(result, RetryPromptPart):
+                style, shown = "yellow", _short(result.model_response())
+            else:
+                style = "green" if result.outcome == "success" else "yellow"
+                shown = _short(result.content)
             self.console.print(f"  [{style}]↳[/] [dim]{_escape(shown)}[/]")
 
 
@@ -113,7 +118,9 @@ def _escape(text: str) -> str:
 class _Session:
     """The agent side of the chat, living in the portal's event loop."""
 
-    def __init__(self, agent: Agent[Any, Any], console: Console, markdown: bool, history: list[Message]) -> None:
+    def __init__(
+        self, agent: Agent[Any, Any], console: Console, markdown: bool, history: list[Message]
+    ) -> None:
         self.agent = agent
         self.console = console
         self.markdown = markdown
@@ -127,7 +134,9 @@ class _Session:
         if self._stream is not None:
             self._stream.cancel()
 
-    async def turn(self, prompt: str | None, paused: Paused | None, decisions: dict[str, Decision] | None) -> Any:
+    async def turn(
+        self, prompt: str | None, paused: Paused | None, decisions: dict[str, Decision] | None
+    ) -> Any:
         """One turn (or the resumption of a paused one): `Paused`, `"done"`, `"cancelled"` or an exception."""
         from ferrule.agent.exceptions import RunCancelledError
 
@@ -177,7 +186,9 @@ def _ask(paused: Paused, console: Console) -> dict[str, Decision]:
     decisions: dict[str, Decision] = {}
     for call in paused.pending:
         if call.kind == "external":
-            console.print(f"[yellow]{_escape(call.tool_name)} is an external tool; it cannot run here (denied)[/]")
+            console.print(
+                f"[yellow]{_escape(call.tool_name)} is an external tool; it cannot run here (denied)[/]"
+            )
             decisions[call.tool_call_id] = Denied(message="External tools cannot run in this chat.")
             continue
         question = f"Allow {call.tool_name}({_short(call.args or {})})? [y/N] "
@@ -226,7 +237,9 @@ def _loop(setup: Setup, portal: Any, session: _Session, console: Console) -> Non
         outcome = _wait(portal.start_task_soon(session.turn, line, None, None), portal, session, console)
         while isinstance(outcome, Paused):
             decisions = _ask(outcome, console) if setup.approval == "prompt" else _deny_all(outcome)
-            outcome = _wait(portal.start_task_soon(session.turn, None, outcome, decisions), portal, session, console)
+            outcome = _wait(
+                portal.start_task_soon(session.turn, None, outcome, decisions), portal, session, console
+            )
         if outcome == "cancelled":
             console.print("[yellow]turn cancelled[/] [dim](not kept in the history)[/]")
         elif isinstance(outcome, BaseException):
@@ -249,7 +262,7 @@ def _chat(args: argparse.Namespace) -> int:
     import contextlib
 
     with contextlib.suppress(ImportError):  # line editing and input history where available
-        import readline  # noqa: F401
+        import readline  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     from anyio.from_thread import start_blocking_portal
     from rich.console import Console
@@ -260,25 +273,29 @@ def _chat(args: argparse.Namespace) -> int:
 
     setup = build_setup(args, default_approval="prompt")
     if setup.approval not in ("prompt", "deny"):
-        raise UsageError("chat asks for approvals (prompt) or denies them (deny); deferred is for `ferrule run`")
+        raise UsageError(
+            "chat asks for approvals (prompt) or denies them (deny); deferred is for `ferrule run`"
+        )
     if not sys.stdin.isatty():
         raise UsageError("ferrule chat needs a terminal; use `ferrule run` for scripts")
     history = load_history(setup.history) if setup.history is not None else []
     console = Console(highlight=False)
     assert setup.spec.model is not None
-    with start_blocking_portal(backend="asyncio") as portal:
-        with portal.wrap_async_context_manager(open_agent(setup)) as resolved:
-            session = _Session(resolved.agent, console, not args.plain, history)
-            turns = len(history)
-            console.print(
-                f"[bold]ferrule chat[/] · {_escape(setup.spec.model.model_string)}"
-                + (f" · {turns} earlier messages" if turns else "")
-                + "\n[dim]Enter sends · Ctrl-C cancels a turn · Ctrl-D or /exit leaves · /clear forgets[/]"
-            )
-            try:
-                _loop(setup, portal, session, console)
-            finally:
-                if setup.history is not None:
-                    save_history(setup.history, session.history)
-                    console.print(f"[dim]history saved to {_escape(str(setup.history))}[/]")
+    with (
+        start_blocking_portal(backend="asyncio") as portal,
+        portal.wrap_async_context_manager(open_agent(setup)) as resolved,
+    ):
+        session = _Session(resolved.agent, console, not args.plain, history)
+        turns = len(history)
+        console.print(
+            f"[bold]ferrule chat[/] · {_escape(setup.spec.model.model_string)}"
+            + (f" · {turns} earlier messages" if turns else "")
+            + "\n[dim]Enter sends · Ctrl-C cancels a turn · Ctrl-D or /exit leaves · /clear forgets[/]"
+        )
+        try:
+            _loop(setup, portal, session, console)
+        finally:
+            if setup.history is not None:
+                save_history(setup.history, session.history)
+                console.print(f"[dim]history saved to {_escape(str(setup.history))}[/]")
     return int(ExitCode.OK)

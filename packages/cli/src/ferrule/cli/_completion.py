@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from typing import cast
 
 __all__ = ["completion_script"]
 
@@ -44,8 +45,8 @@ def _options(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[str],
     options: list[_Option] = []
     positional: list[str] = []
     files = False
-    for action in parser._actions:  # noqa: SLF001 - argparse offers no public view of its actions
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             continue
         text = (action.help or "").replace("\n", " ")
         if not action.option_strings:
@@ -71,10 +72,11 @@ def _options(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[str],
 def _commands(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[_Command]]:
     top, _, _ = _options(parser)
     commands: list[_Command] = []
-    for action in parser._actions:  # noqa: SLF001
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}  # noqa: SLF001
-            for name, sub in action.choices.items():
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            subparsers = cast("dict[str, argparse.ArgumentParser]", action.choices)
+            for name, sub in subparsers.items():
                 options, positional, files = _options(sub)
                 commands.append(_Command(name, helps.get(name, ""), options, positional, files))
     return top, commands
@@ -103,7 +105,7 @@ def _bash(top: list[_Option], commands: list[_Command]) -> str:
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" cmd="" i',
         "    for ((i = 1; i < COMP_CWORD; i++)); do",
         '        case "${COMP_WORDS[i]}" in',
-        f"            {'|'.join(c.name for c in commands)}) cmd=\"${{COMP_WORDS[i]}}\"; break ;;",
+        f'            {"|".join(c.name for c in commands)}) cmd="${{COMP_WORDS[i]}}"; break ;;',
         "        esac",
         "    done",
         '    case "${cmd:-run}:$prev" in',
@@ -122,7 +124,9 @@ def _bash(top: list[_Option], commands: list[_Command]) -> str:
                 lines.append(f"        {patterns}) COMPREPLY=(); return ;;")
     lines.append("    esac")
     lines.append('    case "$cmd" in')
-    top_words = " ".join([names, *(f for o in top for f in o.flags), *(f for o in run.options for f in o.flags)])
+    top_words = " ".join(
+        [names, *(f for o in top for f in o.flags), *(f for o in run.options for f in o.flags)]
+    )
     lines.append(f'        "") COMPREPLY=($(compgen -W "{top_words}" -- "$cur")) ;;')
     for command in commands:
         words = " ".join([*(f for o in command.options for f in o.flags), *command.positional_choices])
@@ -138,7 +142,13 @@ def _bash(top: list[_Option], commands: list[_Command]) -> str:
 
 
 def _zsh_quote(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "'\\''").replace("[", "\\[").replace("]", "\\]").replace(":", "\\:")
+    return (
+        text.replace("\\", "\\\\")
+        .replace("'", "'\\''")
+        .replace("[", "\\[")
+        .replace("]", "\\]")
+        .replace(":", "\\:")
+    )
 
 
 def _zsh_specs(options: list[_Option]) -> list[str]:
@@ -222,7 +232,8 @@ def _fish(top: list[_Option], commands: list[_Command]) -> str:
         (f"not __fish_seen_subcommand_from {names}", [*top, *run.options], [], False)
     ]
     scopes += [
-        (f"__fish_seen_subcommand_from {c.name}", c.options, c.positional_choices, c.positional_files) for c in commands
+        (f"__fish_seen_subcommand_from {c.name}", c.options, c.positional_choices, c.positional_files)
+        for c in commands
     ]
     for condition, options, positional, files in scopes:
         for option in options:
@@ -240,7 +251,9 @@ def _fish(top: list[_Option], commands: list[_Command]) -> str:
             parts.append(f"-d {_fish_quote(option.help)}")
             lines.append(" ".join(parts))
         if positional:
-            lines.append(f"complete -c ferrule -n {_fish_quote(condition)} -a {_fish_quote(' '.join(positional))}")
+            lines.append(
+                f"complete -c ferrule -n {_fish_quote(condition)} -a {_fish_quote(' '.join(positional))}"
+            )
         if files:
             lines.append(f"complete -c ferrule -n {_fish_quote(condition)} -F")
     lines.append("")

@@ -93,5 +93,7 @@ def load_config(path: Path) -> CliConfig:
     except SpecParseError as exc:
         raise ConfigError(str(exc)) from None
     if config.version != CONFIG_VERSION:
-        raise ConfigError(f"the configuration {str(path)!r} has version {config.version}; this ferrule reads version 1")
+        raise ConfigError(
+            f"the configuration {str(path)!r} has version {config.version}; this ferrule reads version 1"
+        )
     return config

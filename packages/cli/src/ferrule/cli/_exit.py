@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from typing import Any
+from typing import cast
 
 __all__ = ["CliError", "ConfigError", "CredentialError", "ExitCode", "UsageError", "exit_code_for", "unwrap"]
 
@@ -61,12 +61,13 @@ class CredentialError(CliError):
 
 def unwrap(error: BaseException) -> BaseException:
     """The single exception inside (nested) exception groups, or the group itself."""
-    while isinstance(error, BaseExceptionGroup):
-        inner: Any = error.exceptions  # pyright: ignore[reportUnknownMemberType]
+    current: BaseException = error
+    while isinstance(current, BaseExceptionGroup):
+        inner = cast("tuple[BaseException, ...]", current.exceptions)  # pyright: ignore[reportUnknownMemberType]
         if len(inner) != 1:
             break
-        error = inner[0]
-    return error
+        current = inner[0]
+    return cast("BaseException", current)
 
 
 def exit_code_for(error: BaseException) -> ExitCode:

@@ -32,20 +32,28 @@ def _version() -> str:
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("the agent")
-    group.add_argument("-m", "--model", help="provider:name, e.g. openai:gpt-5-mini or llamacpp:qwen2.5-coder-0.5b")
+    group.add_argument(
+        "-m", "--model", help="provider:name, e.g. openai:gpt-5-mini or llamacpp:qwen2.5-coder-0.5b"
+    )
     group.add_argument("--provider", help="the provider prefix when --model is a bare name")
     group.add_argument("-c", "--config", metavar="FILE", help="a JSON configuration file (docs/cli.md)")
-    group.add_argument("--spec", metavar="FILE", help="an agent specification (JSON or YAML) that defines the agent")
+    group.add_argument(
+        "--spec", metavar="FILE", help="an agent specification (JSON or YAML) that defines the agent"
+    )
     group.add_argument("-s", "--system", metavar="TEXT", help="instructions (system prompt)")
     group.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the API key")
-    group.add_argument("--base-url", metavar="URL", help="the provider's API root (proxies, compatible servers)")
+    group.add_argument(
+        "--base-url", metavar="URL", help="the provider's API root (proxies, compatible servers)"
+    )
     group.add_argument(
         "--allow-local-url", action="store_true", help="allow --base-url on this machine or a private network"
     )
     group.add_argument("--max-tokens", type=int, metavar="N", help="most tokens per response")
     group.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
     group.add_argument("--timeout", type=float, metavar="SECONDS", help="seconds one run may take")
-    group.add_argument("--history", metavar="FILE", help="load the conversation from FILE and save it back (atomically)")
+    group.add_argument(
+        "--history", metavar="FILE", help="load the conversation from FILE and save it back (atomically)"
+    )
     group.add_argument(
         "--require-tool-approval", action="store_true", help="every manifest and MCP tool needs approval"
     )
@@ -85,9 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="deferred (default): write the paused run and exit 10; deny; prompt: ask on the terminal",
     )
     approvals.add_argument("--paused-state", metavar="FILE", help="where the paused run is written and read")
-    approvals.add_argument("--signing-key-env", metavar="NAME", help="sign paused states with the key in NAME")
+    approvals.add_argument(
+        "--signing-key-env", metavar="NAME", help="sign paused states with the key in NAME"
+    )
     approvals.add_argument("--resume", action="store_true", help="continue the paused run")
-    approvals.add_argument("--approval", choices=("approve", "deny"), help="the decision for every pending call")
+    approvals.add_argument(
+        "--approval", choices=("approve", "deny"), help="the decision for every pending call"
+    )
     approvals.add_argument(
         "--external-result",
         action="append",
@@ -102,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Ctrl-C cancels the current turn, Ctrl-D (or /exit) leaves.",
     )
     _agent_options(chat)
-    chat.add_argument("--plain", action="store_true", help="print text as it is instead of rendering Markdown")
+    chat.add_argument(
+        "--plain", action="store_true", help="print text as it is instead of rendering Markdown"
+    )
     chat.add_argument(
         "--approval-mode", choices=("prompt", "deny"), help="prompt (default): ask y/n for each call; deny"
     )
@@ -179,4 +193,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         case _:
             parser.print_help(sys.stderr)
             return 2
-

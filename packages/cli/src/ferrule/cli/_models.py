@@ -57,7 +57,9 @@ async def _discover(provider_name: str, args: argparse.Namespace) -> list[str]:
     if provider_name == "llamacpp":
         from ferrule.providers.llamacpp import CATALOG, cached_model_path
 
-        return [f"{name}{'  (cached)' if cached_model_path(model) else ''}" for name, model in CATALOG.items()]
+        return [
+            f"{name}{'  (cached)' if cached_model_path(model) else ''}" for name, model in CATALOG.items()
+        ]
     model = model_resolver(ref, env)
     provider = getattr(model, "provider", None)
     lister = getattr(provider, "list_models", None)
@@ -91,7 +93,9 @@ def models_command(args: argparse.Namespace) -> int:
             return int(ExitCode.OK)
         known = {prefix for prefix, _ in _installed()}
         if args.provider_name not in known:
-            raise UsageError(f"no installed provider {args.provider_name!r}; installed: {', '.join(sorted(known))}")
+            raise UsageError(
+                f"no installed provider {args.provider_name!r}; installed: {', '.join(sorted(known))}"
+            )
         if args.provider_name == "test":
             raise UsageError("the 'test' provider takes any model name; it lists none")
         names = anyio.run(_discover, args.provider_name, args)

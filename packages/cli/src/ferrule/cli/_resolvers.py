@@ -89,7 +89,9 @@ def model_resolver(ref: ModelRef, env: Mapping[str, str]) -> Model:
             import ferrule.providers.openai as openai
 
             if prefix == "openai-compatible" and ref.base_url is None:
-                raise SpecResolutionError("the openai-compatible provider needs a base URL (--base-url or base_url)")
+                raise SpecResolutionError(
+                    "the openai-compatible provider needs a base URL (--base-url or base_url)"
+                )
             cls = getattr(openai, _COMPATIBLE[prefix])
             return openai.OpenAIChatModel(name, provider=cls(api_key=api_key, **options))
         case _:
@@ -99,7 +101,9 @@ def model_resolver(ref: ModelRef, env: Mapping[str, str]) -> Model:
             )
 
 
-def mcp_toolsets(source: Mapping[str, Any], /, *, env: Mapping[str, str], **options: Any) -> Sequence[AbstractToolset[Any]]:
+def mcp_toolsets(
+    source: Mapping[str, Any], /, *, env: Mapping[str, str], **options: Any
+) -> Sequence[AbstractToolset[Any]]:
     """`ferrule.mcp.load_mcp_config` (imported only when a configuration has MCP servers)."""
     from ferrule.mcp import load_mcp_config
 
@@ -109,7 +113,9 @@ def mcp_toolsets(source: Mapping[str, Any], /, *, env: Mapping[str, str], **opti
 def _import(reference: str, base: Path) -> Callable[..., Any]:
     module_name, sep, attribute = reference.rpartition(":")
     if not sep or not module_name or not attribute:
-        raise ConfigError(f"tool function {reference!r} must be 'package.module:function' or 'file.py:function'")
+        raise ConfigError(
+            f"tool function {reference!r} must be 'package.module:function' or 'file.py:function'"
+        )
     try:
         if module_name.endswith(".py"):
             path = (base / module_name).resolve()
@@ -147,9 +153,13 @@ def load_tools(entries: Sequence[ToolEntry], base: Path, *, require_approval: bo
         try:
             if entry.external:
                 if entry.function is not None:
-                    raise ConfigError(f"{where}: an external tool has no function; drop 'function' or 'external'")
+                    raise ConfigError(
+                        f"{where}: an external tool has no function; drop 'function' or 'external'"
+                    )
                 if entry.name is None or entry.parameters is None:
-                    raise ConfigError(f"{where}: an external tool needs 'name' and 'parameters' (a JSON Schema)")
+                    raise ConfigError(
+                        f"{where}: an external tool needs 'name' and 'parameters' (a JSON Schema)"
+                    )
                 tool = Tool.external_tool(
                     entry.name, parameters_json_schema=entry.parameters, description=entry.description
                 )

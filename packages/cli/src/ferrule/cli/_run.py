@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -25,7 +26,7 @@ __all__ = ["open_agent", "run_command"]
 
 
 @contextlib.asynccontextmanager
-async def open_agent(setup: Setup) -> AsyncIterator[ResolvedAgent]:
+async def open_agent(setup: Setup) -> AsyncGenerator[ResolvedAgent]:
     """The resolved agent with its MCP servers entered; they are shut down when the block exits,
     also when it exits by an error or by cancellation (Ctrl-C)."""
     from ._resolvers import mcp_toolsets, model_resolver
@@ -135,13 +136,20 @@ class _Sink:
             for p in paused.pending
         ]
         if self.mode == "json":
-            document = {"status": "paused", "run_id": paused.state.run_id, "paused_state": str(path), "pending": pending}
+            document = {
+                "status": "paused",
+                "run_id": paused.state.run_id,
+                "paused_state": str(path),
+                "pending": pending,
+            }
             self.out.write(msgspec.json.encode(document).decode() + "\n")
             self.out.flush()
         if self.streamed:
             self.out.write("\n")
         lines = [f"ferrule: approval required for {len(pending)} call(s):"]
-        lines += [f"  {p.tool_name}({_args_text(p.args)})  [{p.kind}, id {p.tool_call_id}]" for p in paused.pending]
+        lines += [
+            f"  {p.tool_name}({_args_text(p.args)})  [{p.kind}, id {p.tool_call_id}]" for p in paused.pending
+        ]
         lines.append(f"the paused run is in {str(path)!r}; continue it with:")
         lines.append(f"  ferrule run --resume --paused-state {path} --approval approve|deny")
         self.err.write("\n".join(lines) + "\n")
@@ -196,7 +204,9 @@ def _decisions(state: PausedState, approval: str, external: dict[str, Any]) -> d
                     message="The external call was not executed: no result was supplied for it."
                 )
         elif call.tool_call_id in external:
-            raise UsageError(f"--external-result {call.tool_call_id}: {call.tool_name} is not an external tool")
+            raise UsageError(
+                f"--external-result {call.tool_call_id}: {call.tool_name} is not an external tool"
+            )
         elif approval == "approve":
             decisions[call.tool_call_id] = Approved()
         else:
@@ -216,7 +226,9 @@ async def _ask(paused: Paused, err: TextIO) -> dict[str, Decision]:
         question = f"Allow {call.tool_name}({_args_text(call.args)})? [y/N] "
         answer = await anyio.to_thread.run_sync(lambda q=question: _input(q, err))
         approved = answer.strip().lower() in ("y", "yes")
-        decisions[call.tool_call_id] = Approved() if approved else Denied(message="The user denied this call.")
+        decisions[call.tool_call_id] = (
+            Approved() if approved else Denied(message="The user denied this call.")
+        )
     return decisions
 
 
@@ -241,7 +253,7 @@ async def _drive(
     resolved_events: list[Any] | None = None,
 ) -> ExitCode:
     """Stream segments until the run finishes or pauses under `deferred` approval."""
-    opener = start
+    opener: Callable[[], Any] = start
     while True:
         sink.begin(announced, resolved_events)
         async with opener() as stream:
@@ -269,12 +281,9 @@ async def _drive(
                 decisions = _decisions(paused.state, "deny", {})
             case "prompt":
                 decisions = await _ask(paused, sink.err)
-        state = paused
         announced = tuple(p.tool_call_id for p in paused.pending)
         resolved_events = None
-
-        def opener(state: Paused = state, decisions: dict[str, Decision] = decisions) -> Any:
-            return agent.resume_stream(state, decisions)
+        opener = functools.partial(agent.resume_stream, paused, decisions)
 
 
 async def _run(setup: Setup, args: argparse.Namespace, prompt: str | None, sink: _Sink) -> ExitCode:
@@ -346,7 +355,9 @@ def _external_results(values: list[str]) -> dict[str, Any]:
         try:
             results[call_id] = msgspec.json.decode(text)
         except msgspec.DecodeError:
-            raise UsageError(f"--external-result {call_id}: the value is not JSON (quote strings: '\"text\"')") from None
+            raise UsageError(
+                f"--external-result {call_id}: the value is not JSON (quote strings: '\"text\"')"
+            ) from None
     return results
 
 

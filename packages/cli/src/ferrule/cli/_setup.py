@@ -150,7 +150,9 @@ def build_setup(
     approval: ApprovalMode = getattr(args, "approval_mode", None) or config.approval or default_approval
     history = Path(args.history) if args.history else _relative(base, config.history)
     paused = getattr(args, "paused_state", None)
-    paused_state = Path(paused) if paused else _relative(base, config.paused_state) or Path(DEFAULT_PAUSED_STATE)
+    paused_state = (
+        Path(paused) if paused else _relative(base, config.paused_state) or Path(DEFAULT_PAUSED_STATE)
+    )
     return Setup(
         spec=spec,
         tools=tools,
