@@ -1,4 +1,5 @@
-"""Fail if any ferrule module imports a ferrule package from its own layer or a higher one.
+"""Fail if any ferrule module imports a ferrule package from its own layer or a higher one, or
+imports a distribution its pyproject does not declare.
 
 Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui; 3 cli and
 durable adapters. A distribution may import ferrule code only from its own layer or lower ones, and every
@@ -6,16 +7,25 @@ ferrule distribution it imports must be among its declared dependencies (or in o
 the providers never import each other: they meet only in the core model contract (a provider package
 may build on another provider package, as ferrule-llamacpp builds on ferrule-openai).
 
+Every third-party module a distribution's sources import (anywhere: lazily, or only under
+`if TYPE_CHECKING:`) must come from a distribution among its dependencies or optional extras. The
+standard library is exempt, and so are the few modules in `AMBIENT`, each with its reason. Import
+names are mapped to distributions through the packages installed in the running environment (`yaml`
+is PyYAML); a module no installed distribution provides is taken to be its own distribution name.
+
 Usage: `python tools/check_layers.py [REPO]`; prints one line per violation and exits 1 if any.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import sys
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 LAYERS: dict[str, int] = {
     "ferrule.core": 0,
@@ -73,23 +83,45 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+AMBIENT: dict[str, str] = {
+    "trio": "imported only inside a running trio event loop, so the application has installed it",
+}
+"""Third-party modules imported without being declared, each with the reason that is safe."""
+
+
+def normalize(name: str) -> str:
+    """A distribution name in its PEP 503 normal form (`PyYAML` and `pyyaml` are one distribution)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _dist_name(requirement: str) -> str:
-    return re.split(r"[\s<>=!~\[;@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return normalize(re.split(r"[\s<>=!~\[;@]", requirement.strip(), maxsplit=1)[0])
 
 
-def check(repo: Path) -> list[str]:
-    """Return every violation as a readable line."""
+def providers_of(top: str, installed: Mapping[str, Sequence[str]]) -> set[str]:
+    """The distributions that may provide the top-level module `top`."""
+    return {normalize(d) for d in installed.get(top, ())} or {normalize(top)}
+
+
+def _declared(meta: Mapping[str, Any]) -> set[str]:
+    """Every distribution a pyproject's `[project]` table depends on, optional extras included."""
+    requirements: list[str] = list(meta.get("dependencies", []))
+    for extra in meta.get("optional-dependencies", {}).values():
+        requirements.extend(extra)
+    return {_dist_name(r) for r in requirements}
+
+
+def check(repo: Path, installed: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """Return every violation as a readable line; `installed` maps import names to distributions."""
+    if installed is None:
+        installed = importlib.metadata.packages_distributions()
     problems: list[str] = []
     roots: dict[str, str] = {}  # import root -> distribution
     packages: list[tuple[Path, str, set[str]]] = []
     for pyproject in sorted(repo.glob("packages/*/pyproject.toml")):
         meta = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-        dist = str(meta.get("name", "")).lower()
-        # An extra is a declaration too: a subcommand may import a distribution its extra installs.
-        declared = list(meta.get("dependencies", []))
-        for extra in meta.get("optional-dependencies", {}).values():
-            declared.extend(extra)
-        deps = {_dist_name(d) for d in declared}
+        dist = normalize(str(meta.get("name", "")))
+        deps = _declared(meta)
         packages.append((pyproject.parent, dist, deps))
         src = pyproject.parent / "src"
         if (src / "ferrule" / "__init__.py").exists():
@@ -105,7 +137,9 @@ def check(repo: Path) -> list[str]:
             if own is None:
                 continue
             own_layer = layer(own)
-            for module in imported_modules(path):
+            imports = imported_modules(path)
+            problems.extend(_undeclared_third_party(repo, path, imports, dist, deps, installed))
+            for module in imports:
                 comp = component(module)
                 if comp is None or comp == own or comp not in roots:
                     continue
@@ -123,6 +157,25 @@ def check(repo: Path) -> list[str]:
                     problems.append(
                         f"{path.relative_to(repo)}: imports {module} but {dist} does not declare {target_dist}"
                     )
+    return problems
+
+
+def _undeclared_third_party(
+    repo: Path,
+    path: Path,
+    imports: set[str],
+    dist: str,
+    deps: set[str],
+    installed: Mapping[str, Sequence[str]],
+) -> list[str]:
+    problems: list[str] = []
+    for top in sorted({module.split(".", 1)[0] for module in imports}):
+        if top == "ferrule" or top in sys.stdlib_module_names or top in AMBIENT:
+            continue
+        providers = providers_of(top, installed)
+        if dist not in providers and not providers & deps:
+            wanted = " or ".join(sorted(providers))
+            problems.append(f"{path.relative_to(repo)}: imports {top} but {dist} does not declare {wanted}")
     return problems
 
 

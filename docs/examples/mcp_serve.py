@@ -37,7 +37,7 @@ def scripted_model(messages: Sequence[Message], info: AgentInfo) -> ModelRespons
     return ModelResponse(parts=[TextPart(f"About {results[0].content:,} people live there.")])
 
 
-agent = Agent(FunctionModel(scripted_model), name="geo", deps_type=dict)
+agent = Agent(FunctionModel(scripted_model), name="geo", deps_type=dict[str, int])
 
 
 @agent.tool(side_effect="read_only")
@@ -57,13 +57,16 @@ server = expose_agent(
 
 async def ask() -> None:
     from mcp import Client, StdioServerParameters
+    from mcp.types import TextContent
 
     params = StdioServerParameters(command=sys.executable, args=[__file__, "serve"])
     async with Client(params, cache=None) as client:
         for tool in (await client.list_tools()).tools:
             print(f"tool: {tool.name} - {tool.description}")
         result = await client.call_tool("ask_geo", {"prompt": "How many people live in Lyon?"})
-        print(f"answer: {result.content[0].text}")
+        answer = result.content[0]
+        assert isinstance(answer, TextContent)
+        print(f"answer: {answer.text}")
 
 
 if __name__ == "__main__":

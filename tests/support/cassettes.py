@@ -1,7 +1,8 @@
 """Read the recorded provider traffic in `../shared/cassettes` (vcrpy YAML) in place.
 
 The recordings are data for conformance tests; they are never copied into this repository.
-Tests call [`cassette_root`][] and skip when the folder is absent.
+Tests call [`cassette_root`][] and skip when the folder is absent, or fail under CI
+(`tests.support.shared`).
 """
 
 from __future__ import annotations
@@ -11,21 +12,29 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_CASSETTES = REPO_ROOT.parent / "shared" / "cassettes" / "pydantic-ai"
+from tests.support.shared import SHARED, missing_reason, require_shared, shared_path
 
-SKIP_REASON = (
-    f"recorded provider traffic not found at {SHARED_CASSETTES} (the shared/ folder beside the checkout)"
-)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+CASSETTES = "cassettes/pydantic-ai"
+"""The PydanticAI recordings, relative to the shared folder."""
+
+SKIP_REASON = missing_reason(SHARED / CASSETTES)
 
 
 def cassette_root() -> Path | None:
-    """The root of the shared PydanticAI recordings, or `None` when absent."""
-    return SHARED_CASSETTES if SHARED_CASSETTES.is_dir() else None
+    """The root of the shared PydanticAI recordings, or `None` when absent (under CI: a failure)."""
+    return shared_path(CASSETTES)
+
+
+def require_cassettes() -> Path:
+    """The root of the shared PydanticAI recordings for the calling test: skips it when they are
+    absent, fails it under CI."""
+    return require_shared(CASSETTES)
 
 
 @dataclass(frozen=True)
@@ -74,17 +83,20 @@ class Interaction:
         return f"{self.cassette.parent.name}/{self.cassette.stem}#{self.index}"
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
 def _first(value: Any) -> str:
     if isinstance(value, list):
-        return str(value[0]) if value else ""  # pyright: ignore[reportUnknownArgumentType]
+        items = cast("list[Any]", value)
+        return str(items[0]) if items else ""
     return str(value)
 
 
 def _body_text(body: Any) -> str | None:
-    if body is None:
-        return None
     if isinstance(body, dict):
-        body = body.get("string")  # pyright: ignore[reportUnknownMemberType]
+        body = _mapping(body).get("string")
     if body is None:
         return None
     if isinstance(body, bytes):
@@ -98,12 +110,13 @@ def load(path: Path) -> tuple[Interaction, ...]:
     with path.open("rb") as f:
         data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     out: list[Interaction] = []
-    for i, item in enumerate((data or {}).get("interactions", []) or []):
-        req = item.get("request", {}) or {}
-        resp = item.get("response", {}) or {}
+    items: Any = _mapping(data).get("interactions")
+    for i, item in enumerate(cast("list[Any]", items) if isinstance(items, list) else []):
+        req = _mapping(_mapping(item).get("request"))
+        resp = _mapping(_mapping(item).get("response"))
         status = resp.get("status", {})
-        code = int(status.get("code", 200)) if isinstance(status, dict) else int(status or 200)
-        headers = {str(k).lower(): _first(v) for k, v in (resp.get("headers") or {}).items()}
+        code = int(_mapping(status).get("code", 200)) if isinstance(status, dict) else int(status or 200)
+        headers = {str(k).lower(): _first(v) for k, v in _mapping(resp.get("headers")).items()}
         response_json = resp.get("parsed_body")
         response_text = None if response_json is not None else _body_text(resp.get("body"))
         if response_text is not None and response_json is None and "json" in headers.get("content-type", ""):

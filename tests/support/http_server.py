@@ -15,7 +15,7 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,7 +243,7 @@ Serve = Callable[[Handler], LocalServer]
 
 
 @contextlib.contextmanager
-def serve_with(request_type: type[Request] = Request) -> Iterator[Serve]:
+def serve_with(request_type: type[Request] = Request) -> Generator[Serve, None, None]:
     """Start servers that record requests as `request_type`; all are stopped on exit."""
     servers: list[LocalServer] = []
 

@@ -38,6 +38,9 @@ TARGETS: dict[str, tuple[str, float, str]] = {
     # since the floor's growth is the cost of encoding the longer history itself.
     "7a3": ("raw", 1.3, f"≤ 1.3 {TIMES} max(1, raw's)"),
     "7b3": ("raw", 1.3, f"≤ 1.3 {TIMES} max(1, raw's)"),
+    # Graphs: ferrule's per-step cost against pydantic-graph's (the PydanticAI column).
+    "9a": ("pydantic_ai", 1 / 10, "≤ 1/10 of pydantic-graph"),
+    "9b": ("pydantic_ai", 1 / 10, "≤ 1/10 of pydantic-graph"),
 }
 
 

@@ -114,6 +114,10 @@ async def _measure(framework: str, bench: Any, spec: dict[str, Any]) -> dict[str
             firsts.append(marks[1] - marks[0])
             lasts.append(marks[-1] - marks[-2])
         return {"samples": firsts, "last": lasts}
+    if kind == "graph":
+        fn = bench.graph(spec["shape"], spec["size"])
+        _check(framework, f"{kind} {spec['shape']} output", await fn(), spec["size"])
+        return {"samples": [s / spec["size"] for s in await _per_run(fn, spec)]}
     if kind == "history":
         data: bytes = spec["data"]
         value, round_trip = bench.history(data)

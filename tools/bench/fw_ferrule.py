@@ -184,3 +184,40 @@ class Bench:
         from ferrule.core.history import load_pydantic_ai
 
         return lambda: load_pydantic_ai(data)
+
+    # -- graphs ------------------------------------------------------------------------------------
+
+    def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
+        """Workload 9: a linear graph of `size` async steps, or one broadcast fan-out to `size`
+        async branches (run concurrently, like pydantic-graph's), each adding 1."""
+        from ferrule.graph import GraphBuilder, GraphContext, Join, ParallelBranch, RunOptions
+
+        async def add_one(ctx: GraphContext[None, None], n: int) -> int:
+            return n + 1
+
+        def add(acc: int, result: int) -> int:
+            return acc + result
+
+        g = GraphBuilder[None, None, int, int, int]()
+        g.start(lambda ctx, n: n)
+        g.end(lambda ctx, n: n)
+        options = None
+        if shape == "linear":
+            for i in range(size):
+                g.step(f"s{i}", add_one)
+                if i:
+                    g.connect(f"s{i - 1}", f"s{i}")
+            g.finish(f"s{size - 1}")
+            g.entry("s0")
+        else:
+            branches = [ParallelBranch[None, None, int, int](f"b{i}", add_one) for i in range(size)]
+            g.fan_out("fan", branches=branches, join=Join(lambda: 0, add))
+            g.finish("fan")
+            g.entry("fan")
+            options = RunOptions(max_concurrency=size)
+        graph = g.build()
+
+        async def run_once() -> int:
+            return await graph.run(0, options=options)
+
+        return run_once

@@ -115,6 +115,10 @@ class Bench:
 
         return run_once
 
+    def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
+        """Workload 9: openai-agents has no graph library."""
+        raise Unsupported("openai-agents has no graph library")
+
     def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
         """openai-agents keeps OpenAI input items, not a typed history to compare."""
         raise Unsupported("openai-agents has no typed message history")

@@ -6,6 +6,7 @@ shows: `Agent` + `tool_plain`, `FunctionModel` for no-network runs, `OpenAIChatM
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -60,6 +61,10 @@ class Bench:
         return OpenAIResponsesModel(MODEL, provider=provider)
 
     # -- workloads ---------------------------------------------------------------------------------
+
+    def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
+        """Workload 9: pydantic-graph (PydanticAI's graph library)."""
+        return _pydantic_graph(shape, size)
 
     def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
@@ -241,3 +246,43 @@ def write_history(n: int) -> bytes:
             )
             messages.append(ModelRequest(parts=[UserPromptPart(f"And {i} + 2?", timestamp=when)]))
     return ModelMessagesTypeAdapter.dump_json(messages[:n])
+
+
+def _pydantic_graph(shape: str, size: int) -> Callable[[], Awaitable[int]]:
+    """Workload 9 with pydantic-graph's builder API (the same steps and fan-out, instrumentation
+    off as in ferrule): steps chained with edges, or a broadcast to `size` steps joined with
+    `reduce_sum`."""
+    from pydantic_graph import GraphBuilder, reduce_sum
+
+    # Unannotated: pydantic-graph evaluates step annotations in the module's globals, where the
+    # lazily imported StepContext is not (the edges below are explicit, so nothing is inferred).
+    async def add_one(ctx):
+        return ctx.inputs + 1
+
+    g: Any = GraphBuilder(input_type=int, output_type=int, auto_instrument=False)
+    if shape == "linear":
+        steps = [g.step(add_one, node_id=f"s{i}") for i in range(size)]
+        g.add_edge(g.start_node, steps[0])
+        for a, b in itertools.pairwise(steps):
+            g.add_edge(a, b)
+        g.add_edge(steps[-1], g.end_node)
+    else:
+
+        async def source(ctx):
+            return ctx.inputs
+
+        src = g.step(source, node_id="source")
+        branches = [g.step(add_one, node_id=f"b{i}") for i in range(size)]
+        join = g.join(reduce_sum, initial=0, node_id="join")
+        g.add(
+            g.edge_from(g.start_node).to(src),
+            g.edge_from(src).to(*branches),
+            g.edge_from(*branches).to(join),
+            g.edge_from(join).to(g.end_node),
+        )
+    graph = g.build()
+
+    async def run_once() -> int:
+        return await graph.run(inputs=0)
+
+    return run_once

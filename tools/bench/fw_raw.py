@@ -364,6 +364,29 @@ class Bench:
 
     # -- history -----------------------------------------------------------------------------------
 
+    def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
+        """Workload 9's floor: the same async callbacks awaited in a plain loop, or the fan-out's
+        callbacks run by one `asyncio.gather` and summed."""
+        import asyncio
+
+        async def add_one(n: int) -> int:
+            return n + 1
+
+        if shape == "linear":
+
+            async def run_linear() -> int:
+                value = 0
+                for _ in range(size):
+                    value = await add_one(value)
+                return value
+
+            return run_linear
+
+        async def run_fan_out() -> int:
+            return sum(await asyncio.gather(*(add_one(0) for _ in range(size))))
+
+        return run_fan_out
+
     def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
         """Workload 6's floor: the same JSON through msgspec, untyped."""
         value = msgspec.json.decode(conversation)

@@ -30,7 +30,7 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -312,8 +312,12 @@ def _tool_facts(api: str, body: dict[str, Any]) -> tuple[str | None, int]:
     items: Any = body.get("input")
     if not isinstance(items, list):
         return name, 0
-    entries: list[Any] = items  # pyright: ignore[reportUnknownVariableType]
-    return name, sum(1 for m in entries if isinstance(m, dict) and m.get("type") == "function_call_output")
+    entries = cast("list[Any]", items)
+    return name, sum(
+        1
+        for m in entries
+        if isinstance(m, dict) and cast("dict[str, Any]", m).get("type") == "function_call_output"
+    )
 
 
 _cache: dict[tuple[Any, ...], bytes] = {}

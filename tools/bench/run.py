@@ -45,8 +45,8 @@ LABELS = {
 }
 _DISTRIBUTIONS = {
     "raw": ("httpx2", "msgspec"),
-    "ferrule": ("ferrule-core", "ferrule-agent", "ferrule-openai"),
-    "pydantic_ai": ("pydantic-ai-slim", "openai"),
+    "ferrule": ("ferrule-core", "ferrule-agent", "ferrule-openai", "ferrule-graph"),
+    "pydantic_ai": ("pydantic-ai-slim", "openai", "pydantic-graph"),
     "openai_agents": ("openai-agents", "openai"),
 }
 
@@ -70,6 +70,10 @@ class Sizes(msgspec.Struct, frozen=True, kw_only=True):
     loop_steps: int
     loop_reps: int
     parallel: int
+    graph_steps: int
+    """Steps of the linear graph (workload 9a)."""
+    graph_branches: int
+    """Branches of the fan-out (workload 9b)."""
 
 
 FULL = Sizes(
@@ -84,6 +88,8 @@ FULL = Sizes(
     loop_steps=128,
     loop_reps=5,
     parallel=32,
+    graph_steps=100,
+    graph_branches=64,
 )
 SMOKE = Sizes(
     import_rounds=1,
@@ -97,6 +103,8 @@ SMOKE = Sizes(
     loop_steps=8,
     loop_reps=1,
     parallel=32,
+    graph_steps=10,
+    graph_branches=8,
 )
 
 # Workload 1: what each framework's user imports to get going. The raw floor imports its client
@@ -498,6 +506,19 @@ class Runner:
         row = self._row("8a", f"tool step with {s.parallel} parallel calls", "ms/run", 1e-6)
         self.run_jobs([Job(spec=spec, into={"samples": row})])
 
+    def graphs(self) -> None:
+        """Workload 9: per-step overhead of a linear graph and per-branch overhead of a fan-out."""
+        s = self.sizes
+        jobs: list[Job] = []
+        for rid, shape, size, title in (
+            ("9a", "linear", s.graph_steps, f"graph: {s.graph_steps}-step linear graph, per step"),
+            ("9b", "fan_out", s.graph_branches, f"graph: fan-out to {s.graph_branches} branches, per branch"),
+        ):
+            row = self._row(rid, title, "µs/step", 1e-3)
+            spec = {"kind": "graph", "shape": shape, "size": size, **self._timing(None if self.smoke else 50)}
+            jobs.append(Job(spec=spec, into={"samples": row}))
+        self.run_jobs(jobs)
+
 
 WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     1: lambda r, _s: r.imports(),
@@ -508,6 +529,7 @@ WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     6: lambda r, _s: r.history(),
     7: Runner.scaling,
     8: Runner.parallel,
+    9: lambda r, _s: r.graphs(),
 }
 
 

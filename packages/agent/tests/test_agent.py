@@ -229,7 +229,9 @@ async def test_run_context_fields() -> None:
         )
         return "ok"
 
-    agent = Agent(FunctionModel(script, model_name="m"), tools=[probe], deps_type=dict, run_timeout=30)
+    agent = Agent(
+        FunctionModel(script, model_name="m"), tools=[probe], deps_type=dict[str, int], run_timeout=30
+    )
     await agent.run("p", deps={"a": 1})
     assert seen["deps"] == {"a": 1}
     assert (seen["tool_name"], seen["call_id"], seen["retry"], seen["requests"]) == ("probe", "c1", 0, 1)
@@ -496,7 +498,10 @@ def test_model_string_resolved_through_entry_point(monkeypatch: pytest.MonkeyPat
 
     class BadEntryPoint(FakeEntryPoint):
         def load(self) -> Any:
-            return lambda name: "not a model"
+            def not_a_model(name: str) -> str:
+                return "not a model"
+
+            return not_a_model
 
     monkeypatch.setattr(models, "_entry_points", lambda: {"fakeprov": BadEntryPoint()})
     with pytest.raises(UserError, match="not a Model"):

@@ -107,6 +107,7 @@ async def test_non_json_arguments_get_the_documented_prompt() -> None:
     result = await Agent(model, tools=[noop]).run("x")
     retry = result.all_messages()[2].parts[0]
     assert isinstance(retry, RetryPromptPart)
+    assert isinstance(retry.content, str)
     assert retry.content.startswith("The arguments are not valid JSON")
     assert retry.model_response().endswith("Fix the errors and try again.")
 

@@ -105,11 +105,14 @@ async def test_eager_capability_contributes_everything() -> None:
         validated.append(output)
         return output + "!"
 
+    def run_note(ctx: RunContext[None]) -> str:
+        return f"Run {ctx.run_id[:0]}ok."
+
     capability = Capability(
         "support",
         tools=[refund],
         toolsets=[FunctionToolset([query]).prefixed("db")],
-        instructions=["Be kind.", lambda ctx: f"Run {ctx.run_id[:0]}ok."],
+        instructions=["Be kind.", run_note],
         hooks=[lambda e: events.append(e.kind) if e.kind == "run_start" else None],
         tool_policies=[Tag()],
         history_processors=[processor],
@@ -160,10 +163,14 @@ async def test_model_selectors_receive_the_model_chosen_so_far() -> None:
 
 async def test_on_demand_catalog_load_and_activation_before_next_request() -> None:
     base = Capability("base", description="Basics", instructions="Base rules.", loading="on_demand")
+
+    def dynamic_rule(ctx: RunContext[None]) -> str:
+        return "Dynamic billing rule."
+
     billing = Capability(
         "billing",
         description="Refunds",
-        instructions=["Amounts are in cents.", lambda ctx: "Dynamic billing rule."],
+        instructions=["Amounts are in cents.", dynamic_rule],
         tools=[refund],
         loading="on_demand",
         dependencies=["base"],

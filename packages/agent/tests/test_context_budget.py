@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
 
 from ferrule.agent import Agent, ContextBudget, RunContext, Tool
 from ferrule.agent.context_budget import (
+    ContextBudgetExceeded,
     ContextMediaTooLarge,
     ContextOverflow,
     ContextPromptTooLarge,
@@ -99,10 +100,6 @@ def test_input_capacity_reserves_output() -> None:
         ContextBudget(max_prompt_bytes=-1)
 
 
-def prompt_bytes_of(prompt: str) -> int:
-    return len(prompt.encode())
-
-
 @pytest.mark.parametrize(
     ("field", "error"),
     [
@@ -113,7 +110,7 @@ def prompt_bytes_of(prompt: str) -> int:
     ],
 )
 async def test_each_limit_accepts_its_exact_value_and_refuses_one_less(
-    field: str, error: type[Exception]
+    field: str, error: type[ContextBudgetExceeded]
 ) -> None:
     probe = Script()
     agent = Agent(FunctionModel(probe), tools=[lookup])
@@ -133,16 +130,16 @@ async def test_each_limit_accepts_its_exact_value_and_refuses_one_less(
     }[field]
     ok = Script()
     await Agent(FunctionModel(ok), tools=[lookup]).run(
-        "a prompt", context_budget=ContextBudget(**{field: exact})
+        "a prompt", context_budget=ContextBudget(**cast("dict[str, Any]", {field: exact}))
     )
     assert len(ok.seen) == 1
     refused = Script()
     with pytest.raises(error) as caught:
         await Agent(FunctionModel(refused), tools=[lookup]).run(
-            "a prompt", context_budget=ContextBudget(**{field: exact - 1})
+            "a prompt", context_budget=ContextBudget(**cast("dict[str, Any]", {field: exact - 1}))
         )
     assert refused.seen == []  # failed before the request
-    overflow = caught.value.overflow  # type: ignore[attr-defined]
+    overflow = caught.value.overflow
     assert (overflow.limit, overflow.actual) == (exact - 1, exact)
 
 

@@ -154,7 +154,7 @@ async def test_shared_and_isolated_context() -> None:
     assert len(seen[1]) == 1
     assert deps_seen == ["shared-deps", None, "mine"]
     with pytest.raises(UserError, match="context"):
-        await root.delegate(agent, "x", context="global")  # type: ignore[arg-type]
+        await root.delegate(agent, "x", context="global")
 
 
 async def test_shared_deadline() -> None:

@@ -105,7 +105,7 @@ def test_exact_arithmetic_rounds_only_at_the_end() -> None:
 def test_tiers_switch_by_input_tokens(snapshot: PriceSnapshot) -> None:
     tiered = None
     for provider_id in ("google", "anthropic"):
-        for provider in snapshot._providers:  # pyright: ignore[reportPrivateUsage]
+        for provider in snapshot._providers:
             if provider.id != provider_id:
                 continue
             for _, raw in provider.models:
@@ -177,9 +177,11 @@ async def test_unknown_price_stays_unknown_for_the_whole_run() -> None:
     model = priced_model("priced", RequestUsage(input_tokens=100), RequestUsage(input_tokens=1))
     names = iter(["priced", "mystery"])
     original = model.function
+    assert original is not None
 
     def answer(messages: Sequence[Message], info: AgentInfo) -> Any:
         response = original(messages, info)
+        assert isinstance(response, ModelResponse)
         response.model_name = next(names)
         return response
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import anyio
 import pytest
@@ -233,6 +232,3 @@ async def test_resumed_run_gets_a_fresh_deadline() -> None:
     result = await agent.resume(paused, {"c1": Approved()}, timeout=5)
     assert not isinstance(result, Paused)
     assert result.output == "done"
-
-
-def _unused(*args: Any) -> None: ...

@@ -20,13 +20,14 @@ from ferrule.agent import (
     PartialOutputEvent,
     PauseRequiredError,
     RetryPolicy,
+    StreamedRunResult,
     Tool,
 )
 from ferrule.agent.exceptions import OutputRetriesExceeded
 from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from ferrule.core.errors import ServerError
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolReturnPart
-from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
+from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted, TextPartDelta
 
 pytestmark = pytest.mark.anyio
 
@@ -178,10 +179,10 @@ async def test_partial_native_output_from_text() -> None:
             yield chunk
 
     agent = Agent(FunctionModel(stream_function=stream), output_type=NativeOutput(City))
-    async with agent.run_stream("x") as stream:
-        snapshots = [e.snapshot async for e in stream if isinstance(e, PartialOutputEvent)]
+    async with agent.run_stream("x") as streamed:
+        snapshots = [e.snapshot async for e in streamed if isinstance(e, PartialOutputEvent)]
     assert snapshots == [{"name": "Ro"}, {"name": "Rome"}, {"name": "Rome", "population": 5}]
-    assert stream.result.output == City("Rome", 5)
+    assert streamed.result.output == City("Rome", 5)
 
 
 async def test_partial_validator_retry_suppresses_snapshot() -> None:
@@ -199,8 +200,8 @@ async def test_partial_validator_retry_suppresses_snapshot() -> None:
             raise ModelRetry("no")
         return output
 
-    async with agent.run_stream("x") as stream:
-        snapshots = [e.snapshot async for e in stream if isinstance(e, PartialOutputEvent)]
+    async with agent.run_stream("x") as streamed:
+        snapshots = [e.snapshot async for e in streamed if isinstance(e, PartialOutputEvent)]
     assert snapshots == ["ok ", "ok bad fine"]
     assert seen_partial == [True, True, True, False]
 
@@ -347,9 +348,11 @@ async def test_stream_errors_reach_the_consumer_unwrapped() -> None:
         raise Oops
 
     agent = Agent(FunctionModel(stream_function=stream), tools=[bad])
+    s: StreamedRunResult[str] | None = None
     with pytest.raises(Oops):
         async with agent.run_stream("x") as s:
             await s.get_output()
+    assert s is not None
     assert isinstance(s.all_messages()[-1], ModelRequest)
 
 
@@ -364,7 +367,11 @@ async def test_bursts_of_deltas_arrive_complete_and_in_order(count: int) -> None
     agent = Agent(FunctionModel(stream_function=stream))
     async with agent.run_stream("x") as s:
         events = [event async for event in s]
-    deltas = [e.delta.content_delta for e in events if isinstance(e, PartDeltaEvent)]
+    deltas = [
+        e.delta.content_delta
+        for e in events
+        if isinstance(e, PartDeltaEvent) and isinstance(e.delta, TextPartDelta)
+    ]
     starts = [
         e.part.content
         for e in events

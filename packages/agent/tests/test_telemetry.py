@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, StatusCode
 
 from ferrule.agent import Agent, InstrumentationSettings, Pricing, RunContext
 from ferrule.agent.testing import AgentInfo, FunctionModel
@@ -68,6 +68,11 @@ def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
     return {s.name: s for s in spans}
 
 
+def context(span: ReadableSpan) -> SpanContext:
+    assert span.context is not None
+    return span.context
+
+
 async def test_one_trace_with_genai_spans_and_attributes() -> None:
     exporter, _, settings = setup()
     agent = Agent(FunctionModel(model_fn), name="forecaster", tools=[weather], instrument=settings)
@@ -79,11 +84,11 @@ async def test_one_trace_with_genai_spans_and_attributes() -> None:
         "execute_tool weather",
         "invoke_agent forecaster",
     ]
-    assert len({s.context.trace_id for s in spans}) == 1
+    assert len({context(s).trace_id for s in spans}) == 1
     root = by_name(spans)["invoke_agent forecaster"]
     assert root.parent is None
     assert all(
-        s.parent is not None and s.parent.span_id == root.context.span_id for s in spans if s is not root
+        s.parent is not None and s.parent.span_id == context(root).span_id for s in spans if s is not root
     )
     attrs = dict(root.attributes or {})
     assert attrs["gen_ai.operation.name"] == "invoke_agent"
@@ -226,8 +231,8 @@ async def test_nested_agent_runs_nest_under_the_tool_span() -> None:
     inner_span = spans["invoke_agent inner"]
     tool_span = spans["execute_tool ask"]
     assert inner_span.parent is not None
-    assert inner_span.parent.span_id == tool_span.context.span_id
-    assert inner_span.context.trace_id == spans["invoke_agent outer"].context.trace_id
+    assert inner_span.parent.span_id == context(tool_span).span_id
+    assert context(inner_span).trace_id == context(spans["invoke_agent outer"]).trace_id
 
 
 def test_opentelemetry_is_not_imported_when_instrumentation_is_off() -> None:
@@ -243,3 +248,10 @@ def test_opentelemetry_is_not_imported_when_instrumentation_is_off() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_instrumentation_property_exposes_the_settings() -> None:
+    _, _, settings = setup()
+    assert Agent(FunctionModel(model_fn), instrument=settings).instrumentation is settings
+    assert Agent(FunctionModel(model_fn), instrument=True).instrumentation == InstrumentationSettings()
+    assert Agent(FunctionModel(model_fn)).instrumentation is None

@@ -110,7 +110,7 @@ async def test_preparer_sees_the_run_and_enables_tools_per_step() -> None:
 
     script = Script(call("add", {"a": 1, "b": 2}), text("ok"))
     agent = Agent(
-        FunctionModel(script), deps_type=str, toolsets=[FunctionToolset([add, mul]).prepared(preparer)]
+        FunctionModel(script), deps_type=str, toolsets=[FunctionToolset[str]([add, mul]).prepared(preparer)]
     )
     await agent.run("go", deps="D")
     assert script.names(0) == ["add"]
@@ -164,17 +164,24 @@ async def test_namespacing_resolves_a_duplicate() -> None:
     assert script.names() == ["add", "other__add"]
 
 
+def _twice(ctx: RunContext[None], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+    return [*defs, *defs]
+
+
+def _invented(ctx: RunContext[None], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+    return [ToolDefinition(name="invented")]
+
+
+def _new_schema(ctx: RunContext[None], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+    return [msgspec.structs.replace(d, parameters_json_schema={"type": "object"}) for d in defs]
+
+
 @pytest.mark.parametrize(
     ("preparer", "message"),
     [
-        (lambda ctx, defs: [*defs, *defs], "returned the tool 'add' twice"),
-        (lambda ctx, defs: [ToolDefinition(name="invented")], "not one of its tools"),
-        (
-            lambda ctx, defs: [
-                msgspec.structs.replace(d, parameters_json_schema={"type": "object"}) for d in defs
-            ],
-            "parameter schema",
-        ),
+        (_twice, "returned the tool 'add' twice"),
+        (_invented, "not one of its tools"),
+        (_new_schema, "parameter schema"),
     ],
 )
 async def test_preparer_mistakes_fail_before_the_request(preparer: Any, message: str) -> None:

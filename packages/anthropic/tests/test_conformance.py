@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -136,8 +136,9 @@ def _digest(it: Interaction) -> dict[str, Any]:
                 block["_json"] += delta["partial_json"]
         elif kind == "message_delta":
             stop = event["delta"].get("stop_reason") or stop
-            usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
-    ordered = []
+            reported: dict[str, Any] = event.get("usage") or {}
+            usage.update({k: v for k, v in reported.items() if v is not None})
+    ordered: list[dict[str, Any]] = []
     for _, block in sorted(blocks.items()):
         if block["_json"].strip():
             block["input"] = json.loads(block["_json"])
@@ -192,7 +193,8 @@ def test_every_recorded_interaction(it: Interaction) -> None:
     usage = digest["usage"]
     cache_write = usage.get("cache_creation_input_tokens") or 0
     cache_read = usage.get("cache_read_input_tokens") or 0
-    compaction = [i for i in usage.get("iterations") or [] if i.get("type") == "compaction"]
+    iterations: list[dict[str, Any]] = usage.get("iterations") or []
+    compaction = [i for i in iterations if i.get("type") == "compaction"]
     assert response.usage.input_tokens == usage.get("input_tokens", 0) + cache_write + cache_read + sum(
         i["input_tokens"] for i in compaction
     )
@@ -415,7 +417,7 @@ def test_sample_streamed_mcp_and_compaction() -> None:
     mcp = _get("test_anthropic/test_anthropic_mcp_servers_stream#0")
     call = next(p for p in mcp.parts if isinstance(p, NativeToolCallPart))
     assert call.tool_name == "mcp_server:deepwiki"
-    assert call.args is not None
+    assert isinstance(call.args, dict)
     assert call.args["tool_args"]["repoName"] == "pydantic/pydantic-ai"
     compaction = _get("test_anthropic/test_anthropic_compaction_usage_with_cache_streaming#0")
     assert compaction.parts[0].part_kind == "compaction"
@@ -425,8 +427,13 @@ def test_sample_streamed_mcp_and_compaction() -> None:
 def test_sample_streamed_text_editor_code_execution() -> None:
     r = _get("test_anthropic/test_anthropic_text_editor_code_execution_tool_stream#0")
     calls = [p for p in r.parts if isinstance(p, NativeToolCallPart)]
+    assert all(isinstance(c.args, dict) for c in calls)
     assert [
-        (c.tool_name, (c.provider_details or {}).get("anthropic_tool_name"), (c.args or {})["command"])
+        (
+            c.tool_name,
+            (c.provider_details or {}).get("anthropic_tool_name"),
+            cast("dict[str, Any]", c.args)["command"],
+        )
         for c in calls
     ] == [
         ("code_execution", "text_editor_code_execution", "create"),
@@ -444,9 +451,9 @@ def test_sample_streamed_text_editor_code_execution() -> None:
 
 def _drop_nulls(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _drop_nulls(v) for k, v in cast("dict[str, Any]", value).items() if v is not None}
     if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
+        return [_drop_nulls(v) for v in cast("list[Any]", value)]
     return value
 
 
@@ -456,7 +463,7 @@ def _normalize(body: dict[str, Any]) -> dict[str, Any]:
     body = _drop_nulls(copy.deepcopy(body))
     system = body.pop("system", None)
     if isinstance(system, list):
-        system = "\n\n".join(block["text"] for block in system)
+        system = "\n\n".join(block["text"] for block in cast("list[dict[str, Any]]", system))
     if system and system.strip():
         body["system"] = system.strip()
     merged: list[dict[str, Any]] = []
@@ -464,7 +471,7 @@ def _normalize(body: dict[str, Any]) -> dict[str, Any]:
         content = message["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         for block in content:
             block = {k: v for k, v in block.items() if not (k == "caller" and v == {"type": "direct"})}
             if block["type"] == "tool_result" and isinstance(block.get("content"), str):

@@ -503,7 +503,7 @@ def test_effort_families_send_output_config_effort_and_adaptive_thinking() -> No
 
 
 def test_thinking_constraints_fail_before_sending() -> None:
-    thinking = {"thinking_budget_tokens": 2048}
+    thinking: dict[str, Any] = {"thinking_budget_tokens": 2048}
     with pytest.raises(UserError, match="temperature 1"):
         encode(settings=ModelSettings(temperature=0.5, **thinking))
     with pytest.raises(UserError, match="top_k"):

@@ -8,7 +8,7 @@ recorded cassette bodies; runs are bounded (a few seconds) and derandomized.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -162,7 +162,7 @@ def shaped_events(draw: st.DrawFn) -> list[dict[str, Any]]:
         if kind == "content_block_start":
             event["content_block"] = draw(shaped_blocks() | json_values)
         elif kind == "content_block_delta":
-            delta = {"type": draw(st.sampled_from(DELTA_TYPES))}
+            delta: dict[str, Any] = {"type": draw(st.sampled_from(DELTA_TYPES))}
             delta.update(
                 draw(
                     st.dictionaries(
@@ -185,7 +185,11 @@ def shaped_events(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 FUZZ = settings(
-    max_examples=250, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=250,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=cast("list[HealthCheck]", list(HealthCheck)),
 )
 # Generating nested JSON costs more than decoding it; fewer examples keep these to a few seconds.
 FUZZ_SHAPED = settings(FUZZ, max_examples=80)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -40,7 +40,7 @@ from ferrule.providers.anthropic import (
     codec,
 )
 from tests.support import http_server
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import Interaction, iter_interactions, require_cassettes
 from tests.support.http_server import Conn, Handler, LocalServer, Request
 
 pytestmark = pytest.mark.anyio
@@ -64,8 +64,7 @@ def call(prompt: str = "hi", **kwargs: Any) -> ModelCall:
 
 
 def recorded(predicate: Callable[[Interaction], bool]) -> Interaction:
-    if cassette_root() is None:
-        pytest.skip(SKIP_REASON)
+    require_cassettes()
     return next(it for it in iter_interactions("models/cassettes/test_anthropic") if predicate(it))
 
 
@@ -91,9 +90,10 @@ async def drain(model: AnthropicModel, c: ModelCall, seen: list[ModelStreamEvent
 def comparable(response: ModelResponse) -> Any:
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("timestamp", "provider_url")}
+            items = cast("dict[str, Any]", value).items()
+            return {k: strip(v) for k, v in items if k not in ("timestamp", "provider_url")}
         if isinstance(value, list):
-            return [strip(v) for v in value]
+            return [strip(v) for v in cast("list[Any]", value)]
         return value
 
     return strip(msgspec.to_builtins(response))
@@ -173,7 +173,7 @@ async def test_max_tokens_at_the_streaming_threshold_stays_buffered(serve: Serve
 # -- errors ----------------------------------------------------------------------------------------
 
 
-ERRORS = [
+ERRORS: list[tuple[int, str, dict[str, str], type[ProviderError], float | None]] = [
     (429, "rate_limit_error", {"retry-after": "7"}, RateLimitError, 7.0),
     (529, "overloaded_error", {}, ServerError, None),
     (500, "api_error", {}, ServerError, None),
@@ -313,7 +313,7 @@ def test_local_base_url_needs_an_explicit_policy() -> None:
 # -- Files API and models --------------------------------------------------------------------------
 
 
-FILE = {
+FILE: dict[str, Any] = {
     "id": "file_011",
     "type": "file",
     "filename": "report.pdf",

@@ -75,7 +75,7 @@ def test_unknown_models_are_fail_closed() -> None:
 @pytest.mark.parametrize(
     ("name", "thinking", "structured", "efforts", "deferred"),
     [
-        ("claude-3-5-haiku-latest", False, False, set(), False),
+        ("claude-3-5-haiku-latest", False, False, set[str](), False),
         ("claude-3-7-sonnet-latest", True, False, {"minimal", "low", "medium", "high"}, False),
         ("claude-sonnet-4-0", True, False, {"minimal", "low", "medium", "high"}, False),
         ("claude-opus-4-1", True, True, {"minimal", "low", "medium", "high"}, False),

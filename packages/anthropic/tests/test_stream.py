@@ -7,7 +7,7 @@ sent for it and checks that the stream decoder builds the same parts as the buff
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -40,7 +40,7 @@ from ferrule.core.sse import SseParser
 from ferrule.providers.anthropic import codec
 from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
 
-START = {
+START: dict[str, Any] = {
     "type": "message_start",
     "message": {
         "id": "msg_s",
@@ -238,42 +238,42 @@ def test_error_event_mid_stream_raises_the_mapped_error(error_type: str, cls: ty
     assert info.value.code == error_type
 
 
-@pytest.mark.parametrize(
-    ("events", "message"),
-    [
-        ([], "before message_start"),
-        ([START], "before message_stop"),
-        ([START, *text_block(0, "cut")], "before message_stop"),
-        ([START, *text_block(0, "x"), delta_event()], "before message_stop"),
-        ([*text_block(0, "x")], "before message_start"),
-        ([START, START], "message_start twice"),
-        (
-            [
-                START,
-                {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}},
-            ],
-            "never started",
-        ),
-        ([START, {"type": "content_block_stop", "index": 3}], "without starting"),
-        (
-            [
-                START,
-                {"type": "content_block_start", "index": -1, "content_block": {"type": "text", "text": ""}},
-            ],
-            "index",
-        ),
-        (
-            [
-                START,
-                *text_block(0),
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            ],
-            "twice",
-        ),
-        ([START, {"type": "content_block_start", "index": 0, "content_block": "text"}], "not a JSON object"),
-        ([{"type": "message_start", "message": []}], "not a JSON object"),
-    ],
-)
+VIOLATIONS: list[tuple[list[dict[str, Any]], str]] = [
+    ([], "before message_start"),
+    ([START], "before message_stop"),
+    ([START, *text_block(0, "cut")], "before message_stop"),
+    ([START, *text_block(0, "x"), delta_event()], "before message_stop"),
+    ([*text_block(0, "x")], "before message_start"),
+    ([START, START], "message_start twice"),
+    (
+        [
+            START,
+            {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}},
+        ],
+        "never started",
+    ),
+    ([START, {"type": "content_block_stop", "index": 3}], "without starting"),
+    (
+        [
+            START,
+            {"type": "content_block_start", "index": -1, "content_block": {"type": "text", "text": ""}},
+        ],
+        "index",
+    ),
+    (
+        [
+            START,
+            *text_block(0),
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ],
+        "twice",
+    ),
+    ([START, {"type": "content_block_start", "index": 0, "content_block": "text"}], "not a JSON object"),
+    ([{"type": "message_start", "message": []}], "not a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("events", "message"), VIOLATIONS)
 def test_protocol_violations_and_truncation_raise(events: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ResponseDecodeError, match=message):
         run(*events)
@@ -319,9 +319,9 @@ def test_awkward_chunk_boundaries_give_the_same_response(size: int) -> None:
 def _comparable(response: ModelResponse) -> Any:
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "timestamp"}
+            return {k: strip(v) for k, v in cast("dict[str, Any]", value).items() if k != "timestamp"}
         if isinstance(value, list):
-            return [strip(v) for v in value]
+            return [strip(v) for v in cast("list[Any]", value)]
         return value
 
     return strip(msgspec.to_builtins(response))
@@ -329,13 +329,14 @@ def _comparable(response: ModelResponse) -> Any:
 
 def _as_stream(body: dict[str, Any]) -> bytes:
     """The SSE stream the Messages API sends for a buffered response `body` (deltas split up)."""
-    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+    start: dict[str, Any] = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(body["content"]):
         kind = block["type"]
         if kind == "text":
             events.append(block_start(index, {"type": "text", "text": ""}))
-            for citation in block.get("citations") or []:
+            citations: list[Any] = block.get("citations") or []
+            for citation in citations:
                 events.append(block_delta(index, {"type": "citations_delta", "citation": citation}))
             text = block["text"]
             for i in range(0, len(text), 7):

@@ -10,7 +10,7 @@ import json
 import random
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -333,7 +333,7 @@ def test_max_number_chars_exact_and_over(number: str) -> None:
     accepts(doc, limits(max_number_chars=len(number)))
     error = rejects(doc, limits(max_number_chars=len(number) - 1), "max_number_chars")
     assert error.actual == len(number)
-    assert doc[error.position :].startswith(number.encode())  # type: ignore[misc]
+    assert doc[error.position :].startswith(number.encode())
 
 
 def test_digits_inside_strings_are_not_numbers() -> None:
@@ -537,9 +537,11 @@ def _measure(doc: bytes) -> dict[str, int]:
 
     def walk(node: Any, depth: int) -> None:
         if isinstance(node, (list, dict)):
+            container = cast("dict[str, Any] | list[Any]", node)
+            children = list(container.values()) if isinstance(container, dict) else container
             found["max_depth"] = max(found["max_depth"], depth + 1)
-            found["max_items"] = max(found["max_items"], len(node))
-            for child in node.values() if isinstance(node, dict) else node:
+            found["max_items"] = max(found["max_items"], len(children))
+            for child in children:
                 walk(child, depth + 1)
         elif isinstance(node, str):
             strings.append(len(node.encode()))
@@ -561,7 +563,7 @@ def test_agrees_with_reference_measurement(seed: int) -> None:
         chosen = {name: max(value + rng.choice([-1, 0, 0, 1, 7]), 0) for name, value in measured.items()}
         chosen["max_items"] = max(chosen["max_items"], 1)
         chosen["max_number_chars"] = max(chosen["max_number_chars"], 1)
-        lim = JsonLimits(max_bytes=len(doc) + rng.choice([0, 0, 50]), **chosen)
+        lim = JsonLimits(max_bytes=len(doc) + rng.choice([0, 0, 50]), **cast("dict[str, Any]", chosen))
         over = [name for name, value in measured.items() if value > getattr(lim, name)]
         if over:
             with pytest.raises(JsonLimitError) as info:
@@ -607,7 +609,9 @@ def test_recorded_responses_at_and_past_their_own_limits() -> None:
     for body in RECORDED:
         assert bj.decode_value(body, bj.PROVIDER_RESPONSE) == json.loads(body)
         measured = _measure(body)
-        exact = JsonLimits(max_bytes=len(body), **{k: max(v, 1) for k, v in measured.items()})
+        exact = JsonLimits(
+            max_bytes=len(body), **cast("dict[str, Any]", {k: max(v, 1) for k, v in measured.items()})
+        )
         bj.validate(body, exact)
         for name, value in measured.items():
             if value > 1:

@@ -138,7 +138,6 @@ async def test_transient_failure_before_any_event_falls_back(error: ProviderErro
     (attempt,) = response.failed_attempts
     assert (attempt.model_name, attempt.provider_name, attempt.outcome) == ("a", "fake", "error")
     assert attempt.error == f"{type(error).__name__}: {error}"
-    assert attempt.duration.total_seconds() >= 0
     assert a.closed == 1
 
 

@@ -4,7 +4,7 @@ import base64
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -345,6 +345,8 @@ def test_timestamps_round_trip_exactly() -> None:
         for original, back in zip(messages, loaded, strict=True):
             assert isinstance(back, ModelResponse)
             assert back.timestamp == original.timestamp
+            assert back.timestamp is not None
+            assert original.timestamp is not None
             assert back.timestamp.utcoffset() == original.timestamp.utcoffset()
             assert back.timestamp.microsecond == original.timestamp.microsecond
     raw = json.loads(history.dump_pydantic_ai(messages))
@@ -366,7 +368,9 @@ def test_bytes_round_trip_exactly_and_urlsafe_base64_is_accepted() -> None:
         '{"kind":"binary","media_type":"x/y","data":"_w"}]}]}]'
     )
     (message,) = history.load_pydantic_ai(pai)
-    content = message.parts[0].content
+    part = message.parts[0]
+    assert isinstance(part, UserPromptPart)
+    content = part.content
     assert isinstance(content, list)
     assert content[0] == BinaryContent(data=HIGH_BYTES, media_type="image/png")
     assert content[1] == BinaryContent(data=b"\xff", media_type="x/y")
@@ -542,8 +546,9 @@ def test_ferrule_file_items_are_recorded_when_written() -> None:
     )
     for dump, load in ((history.dumps, history.loads), (history.dump_pydantic_ai, history.load_pydantic_ai)):
         data = dump([ModelRequest(parts=[part])])
-        raw = json.loads(data)
-        stored = (raw["messages"] if isinstance(raw, dict) else raw)[0]["parts"][0]
+        raw: Any = json.loads(data)
+        listed: list[Any] = cast("dict[str, Any]", raw)["messages"] if isinstance(raw, dict) else raw
+        stored: dict[str, Any] = listed[0]["parts"][0]
         image = stored["content"][1]
         assert image["media_type"] == "image/png"
         assert "identifier" in image

@@ -42,7 +42,7 @@ def test_error_taxonomy() -> None:
 
 # --- the checker: supported vocabulary -----------------------------------------------------
 
-SUPPORTED = [
+SUPPORTED: list[Any] = [
     True,
     False,
     {},
@@ -105,7 +105,7 @@ def test_supported_vocabulary_is_accepted(schema: Any) -> None:
 
 # --- the checker: unsupported vocabulary ----------------------------------------------------
 
-UNSUPPORTED = [
+UNSUPPORTED: list[tuple[Any, str]] = [
     ({"type": "string", "pattern": "^a"}, "/pattern"),
     ({"patternProperties": {"^a": {}}}, "/patternProperties"),
     ({"unevaluatedProperties": False}, "/unevaluatedProperties"),
@@ -151,7 +151,7 @@ def test_unsupported_vocabulary_is_rejected(schema: Any, pointer: str) -> None:
 
 # --- the checker: malformed vocabulary ------------------------------------------------------
 
-INVALID = [
+INVALID: list[tuple[Any, str]] = [
     (["not", "a", "schema"], ""),
     (1, ""),
     ({"type": "str"}, "/type"),
@@ -493,7 +493,7 @@ def test_special_property_names_compile_and_validate() -> None:
     names = ['a"b', "a\\b", "{x}", "{{", "}", "é", "😀", "a b", "1abc", "__class__", "", "a\nb", "%s", "data"]
     schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": names}
     validator = compile_validator(schema)
-    good = {n: 1 for n in names}
+    good: dict[str, Any] = {n: 1 for n in names}
     validator.validate(good)
     for name in names:
         bad = dict(good)

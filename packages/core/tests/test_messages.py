@@ -83,7 +83,9 @@ def test_message_union_round_trips_every_part_kind() -> None:
     encoded = msgspec.json.encode(history)
     decoded = msgspec.json.decode(encoded, type=list[Message])
     assert decoded == history
-    content = decoded[0].parts[0].content
+    part = decoded[0].parts[0]
+    assert isinstance(part, UserPromptPart)
+    content = part.content
     assert isinstance(content, list)
     assert isinstance(content[1], BinaryContent)
     assert content[1].data == b"\x00\xff"

@@ -85,7 +85,6 @@ async def test_buffered_request(serve: Callable[[Handler], Server]) -> None:
     assert json.loads(response.content) == {"ok": True}
     assert response.request_id == "req_123"
     assert response.headers["x-custom"] == "v"
-    assert response.elapsed >= 0
     (request,) = server.requests
     assert request.method == "POST"
     assert request.path == "/v1/chat/completions?beta=true"
@@ -764,8 +763,8 @@ async def test_credentials_never_appear_in_errors_logs_or_repr(
         texts = [repr(p), str(p)]
     for error in errors:
         texts += [str(error), repr(error), repr(vars(error))]
-    # httpx2's and httpcore2's own debug logs are outside ferrule's control (and never show request headers).
-    texts += [record.getMessage() for record in caplog.records if record.name.startswith("ferrule")]
+    # Every logger: httpcore2 logs the (echoing) response headers at DEBUG, redacted during a request.
+    texts += [record.getMessage() for record in caplog.records]
     assert any(record.name.startswith("ferrule") for record in caplog.records)
     assert any("<redacted>" in t for t in texts)
     for text in texts:

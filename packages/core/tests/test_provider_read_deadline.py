@@ -18,7 +18,7 @@ READ = Timeouts(connect=2.0, first_byte=1.0, read=0.3, total=5.0)
 
 
 def _provider(server: Server, **kwargs: object) -> Provider:
-    options: dict[str, object] = {"api_key": "k", "timeouts": READ, **kwargs}
+    options: dict[str, object] = {"api_key": "key-0123", "timeouts": READ, **kwargs}
     return Provider(base_url=server.url + "/v1", url_policy=UrlPolicy.local(server.url), **options)  # type: ignore[arg-type]
 
 

@@ -63,7 +63,7 @@ def test_token_limits_at_and_past(field: str, usage: RunUsage) -> None:
     at = msgspec.structs.replace(
         usage,
         **{
-            k: (10 if getattr(usage, k) and k != "input_tokens" else getattr(usage, k))
+            k: (10 if getattr(usage, k) else getattr(usage, k))
             for k in ("output_tokens", "tool_calls", "cost_nano_usd")
         },
     )

@@ -17,7 +17,7 @@ import collections
 import json
 import random
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -37,7 +37,7 @@ from ferrule.core.messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ResponseCompleted, ToolDefinition
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.core.sse import SseParser
 from ferrule.providers.google import decode_count_tokens
@@ -155,7 +155,10 @@ def test_every_interaction(it: Interaction) -> None:
     usage = [c["usageMetadata"] for c in chunks if "usageMetadata" in c][-1]
     assert response.usage.total_tokens == usage["totalTokenCount"]
     assert response.usage.reasoning_tokens == usage.get("thoughtsTokenCount", 0)
-    raw_parts = [p for c in candidates for p in (c.get("content") or {}).get("parts", [])]
+    raw_parts: list[dict[str, Any]] = []
+    for c in candidates:
+        content: dict[str, Any] = c.get("content") or {}
+        raw_parts.extend(content.get("parts", []))
     # Every thought signature is kept exactly once, unchanged.
     kept = [
         (p.provider_details or {}).get("thought_signature")
@@ -209,7 +212,8 @@ def _check_incremental(it: Interaction, whole: ModelResponse) -> None:
     for event in parser.close():
         decoder.feed(event.data)
     final = decoder.finish()[-1]
-    assert _stable(final.response) == _stable(whole)  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(final, ResponseCompleted)
+    assert _stable(final.response) == _stable(whole)
 
 
 # -- field-by-field sample --------------------------------------------------------------------
@@ -286,8 +290,8 @@ def test_sample_streamed_thinking() -> None:
     thinking, text = r.parts
     assert isinstance(thinking, ThinkingPart)
     assert thinking.content.startswith("**Clarifying User Goals**")
-    assert (len(thinking.content), len(text.content)) == (1575, 1938)  # pyright: ignore[reportAttributeAccessIssue]
     assert isinstance(text, TextPart)
+    assert (len(thinking.content), len(text.content)) == (1575, 1938)
     assert text.provider_details is not None
     assert text.provider_details["thought_signature"].startswith("CiIB0e2Kb6Syj1a961Ef")
     assert (r.usage.output_tokens, r.usage.reasoning_tokens) == (1256, 787)
@@ -485,7 +489,7 @@ _SNAKE = {
     "parameters_json_schema": "parametersJsonSchema",
     "tool_type": "toolType",
 }
-_EMPTY_PARAMETERS = {"properties": {}, "type": "OBJECT"}
+_EMPTY_PARAMETERS: dict[str, Any] = {"properties": {}, "type": "OBJECT"}
 
 
 def _normalize(body: Any) -> Any:
@@ -497,7 +501,7 @@ def _normalize(body: Any) -> Any:
     def walk(value: Any, key: str | None = None) -> Any:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
-            for k, v in value.items():
+            for k, v in cast("dict[str, Any]", value).items():
                 k = _SNAKE.get(k, k)
                 if k == "thoughtSignature":
                     out[k] = base64.urlsafe_b64decode(v.replace("+", "-").replace("/", "_") + "==")
@@ -511,17 +515,20 @@ def _normalize(body: Any) -> Any:
                     out[k] = walk(v, "declaration" if k == "functionDeclarations" else k)
             config = out.get("generationConfig")
             if isinstance(config, dict):
-                config.pop("responseModalities", None)
+                cast("dict[str, Any]", config).pop("responseModalities", None)
                 if not config:
                     del out["generationConfig"]
             tool_config = out.get("toolConfig")
-            if isinstance(tool_config, dict) and tool_config.get("functionCallingConfig") == {"mode": "AUTO"}:
-                del tool_config["functionCallingConfig"]
-                if not tool_config:
+            tools: dict[str, Any] = (
+                cast("dict[str, Any]", tool_config) if isinstance(tool_config, dict) else {}
+            )
+            if tools.get("functionCallingConfig") == {"mode": "AUTO"}:
+                del tools["functionCallingConfig"]
+                if not tools:
                     del out["toolConfig"]
             return out
         if isinstance(value, list):
-            return [walk(v, key) for v in value]
+            return [walk(v, key) for v in cast("list[Any]", value)]
         return value
 
     return walk(body)

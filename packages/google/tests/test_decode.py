@@ -50,7 +50,7 @@ def sse(*chunks: dict[str, Any]) -> bytes:
 
 
 def chunk(
-    parts: list[dict[str, Any]], finish: str | None = None, usage: dict[str, int] | None = None
+    parts: list[dict[str, Any]], finish: str | None = None, usage: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finish:

@@ -618,7 +618,8 @@ def test_extra_body() -> None:
     assert body["generationConfig"] == {"temperature": 0.5, "responseModalities": ["TEXT"]}
     assert "labels" not in body
     assert encode([user("q")], provider=VERTEX, settings=settings)["labels"] == {"team": "a"}
-    for bad in ({"contents": []}, {"tools": []}, {"systemInstruction": {}}):
+    encodes_itself: list[dict[str, Any]] = [{"contents": []}, {"tools": []}, {"systemInstruction": {}}]
+    for bad in encodes_itself:
         with pytest.raises(UserError, match="encodes itself"):
             encode(
                 [user("q")],

@@ -9,13 +9,14 @@ other exception, no hang, no empty success.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
+from ferrule.core.model import ResponseCompleted
 from ferrule.core.sse import SseParser
 from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
 from tests.support.cassettes import cassette_root, iter_interactions
@@ -148,10 +149,10 @@ WIRE_KEYS = st.sampled_from(
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out = [prefix]
     if isinstance(value, dict):
-        for key, item in value.items():
+        for key, item in cast("dict[str, Any]", value).items():
             out += _paths(item, (*prefix, key))
     elif isinstance(value, list):
-        for index, item in enumerate(value):
+        for index, item in enumerate(cast("list[Any]", value)):
             out += _paths(item, (*prefix, index))
     return out
 
@@ -166,7 +167,7 @@ def json_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
         if not path:
             document = replacement
             continue
-        parent = document
+        parent: Any = document
         for step in path[:-1]:
             parent = parent[step]
         if isinstance(parent, dict) and draw(st.booleans()):
@@ -213,7 +214,9 @@ def test_streamed_incrementally(data: bytes, sizes: list[int], cut: int) -> None
             position += size
         for event in parser.close():
             decoder.feed(event.data)
-        return decoder.finish()[-1].response  # pyright: ignore[reportAttributeAccessIssue]
+        final = decoder.finish()[-1]
+        assert isinstance(final, ResponseCompleted)
+        return final.response
 
     _check(run, data)
 

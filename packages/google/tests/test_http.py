@@ -20,7 +20,14 @@ from ferrule.core.errors import (
 )
 from ferrule.core.http import Timeouts
 from ferrule.core.messages import ModelRequest, UploadedFile, UserPromptPart
-from ferrule.core.model import ModelCall, PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
+from ferrule.core.model import (
+    ModelCall,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+    TextPartDelta,
+)
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.providers.google import (
@@ -32,7 +39,8 @@ from ferrule.providers.google import (
     VertexAIProvider,
 )
 from ferrule.providers.google.codec import decode_stream
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import iter_interactions, require_cassettes
+from tests.support.http_server import Serve
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"
 TOKEN = "ya29.SENTINEL-access-token-0123456789"
@@ -43,8 +51,7 @@ pytestmark = pytest.mark.anyio
 
 
 def recorded(id_: str) -> Any:
-    if cassette_root() is None:
-        pytest.skip(SKIP_REASON)
+    require_cassettes()
     for it in iter_interactions("models/cassettes/test_google"):
         if it.id == id_:
             return it
@@ -73,7 +80,7 @@ def google_error(code: int, status: str, message: str, **extra: Any) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "status": status, **extra}}).encode()
 
 
-async def test_buffered_request_replays_a_recorded_body(serve: Callable[..., Any]) -> None:
+async def test_buffered_request_replays_a_recorded_body(serve: Serve) -> None:
     it = recorded("test_google/test_google_model#0")
 
     def handler(conn: Any, request: Any) -> None:
@@ -110,7 +117,7 @@ def _awkward(data: bytes) -> list[bytes]:
     return pieces
 
 
-async def test_stream_split_at_awkward_boundaries(serve: Callable[..., Any]) -> None:
+async def test_stream_split_at_awkward_boundaries(serve: Serve) -> None:
     it = recorded("test_google/test_google_model_thinking_part_iter#0")
     data = it.response_bytes.replace(b"\n", b"\r\n")  # CRLF framing, as the live API sends it
 
@@ -138,7 +145,7 @@ async def test_stream_split_at_awkward_boundaries(serve: Callable[..., Any]) -> 
     deltas = "".join(
         e.delta.content_delta
         for e in events
-        if isinstance(e, PartDeltaEvent) and e.index == 1 and isinstance(e.delta.content_delta, str)
+        if isinstance(e, PartDeltaEvent) and e.index == 1 and isinstance(e.delta, TextPartDelta)
     )
     assert deltas == expected.text
     assert [e.index for e in events if isinstance(e, PartStartEvent)] == [0, 1]
@@ -209,7 +216,7 @@ async def test_stream_split_at_awkward_boundaries(serve: Callable[..., Any]) -> 
 )
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_error_bodies_map_to_error_classes(
-    serve: Callable[..., Any],
+    serve: Serve,
     status: int,
     body: bytes,
     headers: dict[str, str],
@@ -235,7 +242,7 @@ async def test_error_bodies_map_to_error_classes(
         assert raised.retry_after == 37.0
 
 
-async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: Callable[..., Any]) -> None:
+async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: Serve) -> None:
     body = google_error(
         429,
         "RESOURCE_EXHAUSTED",
@@ -252,7 +259,7 @@ async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: 
     assert info.value.retry_after == 12.0
 
 
-async def test_error_body_capture_is_opt_in_and_redacted(serve: Callable[..., Any]) -> None:
+async def test_error_body_capture_is_opt_in_and_redacted(serve: Serve) -> None:
     echoed = google_error(400, "INVALID_ARGUMENT", f"bad request for key {KEY}")
 
     def handler(conn: Any, request: Any) -> None:
@@ -271,7 +278,7 @@ async def test_error_body_capture_is_opt_in_and_redacted(serve: Callable[..., An
         assert KEY not in (error.body or "")
 
 
-async def test_stalled_stream_times_out(serve: Callable[..., Any]) -> None:
+async def test_stalled_stream_times_out(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.start_chunked(200, {"content-type": "text/event-stream"})
         conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
@@ -289,7 +296,7 @@ async def test_stalled_stream_times_out(serve: Callable[..., Any]) -> None:
     assert seen  # the text before the stall was delivered
 
 
-async def test_settings_timeout_bounds_a_buffered_call(serve: Callable[..., Any]) -> None:
+async def test_settings_timeout_bounds_a_buffered_call(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.hang()
         return False
@@ -303,7 +310,7 @@ async def test_settings_timeout_bounds_a_buffered_call(serve: Callable[..., Any]
         await model.request(call)
 
 
-async def test_stream_cut_before_finish_reason(serve: Callable[..., Any]) -> None:
+async def test_stream_cut_before_finish_reason(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.start_chunked(200, {"content-type": "text/event-stream"})
         conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
@@ -315,7 +322,7 @@ async def test_stream_cut_before_finish_reason(serve: Callable[..., Any]) -> Non
         await consume(model)
 
 
-async def test_error_event_inside_a_stream(serve: Callable[..., Any]) -> None:
+async def test_error_event_inside_a_stream(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.start_chunked(200, {"content-type": "text/event-stream"})
         conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
@@ -330,7 +337,7 @@ async def test_error_event_inside_a_stream(serve: Callable[..., Any]) -> None:
         await consume(model)
 
 
-async def test_extra_headers_are_sent_and_credentials_refused(serve: Callable[..., Any]) -> None:
+async def test_extra_headers_are_sent_and_credentials_refused(serve: Serve) -> None:
     it = recorded("test_google/test_google_model#0")
 
     def handler(conn: Any, request: Any) -> None:
@@ -351,7 +358,7 @@ async def test_extra_headers_are_sent_and_credentials_refused(serve: Callable[..
     assert len(server.requests) == 1
 
 
-async def test_vertex_paths_and_bearer_token(serve: Callable[..., Any]) -> None:
+async def test_vertex_paths_and_bearer_token(serve: Serve) -> None:
     it = recorded("test_google/test_google_model_vertex_provider#0")
 
     def handler(conn: Any, request: Any) -> None:
@@ -379,7 +386,7 @@ async def test_vertex_paths_and_bearer_token(serve: Callable[..., Any]) -> None:
     assert response.text
 
 
-async def test_count_tokens(serve: Callable[..., Any]) -> None:
+async def test_count_tokens(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> None:
         conn.respond_json(
             200, {"totalTokens": 12, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}
@@ -417,7 +424,7 @@ def _file_record(origin: str, name: str = "files/abc-123", size: int = 5, **extr
     }
 
 
-async def test_resumable_upload(serve: Callable[..., Any]) -> None:
+async def test_resumable_upload(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> None:
         if request.headers.get("x-goog-upload-command") == "start":
             session = f"{conn.server.origin}/upload/v1beta/files?upload_id=U1&upload_protocol=resumable"
@@ -449,7 +456,7 @@ async def test_resumable_upload(serve: Callable[..., Any]) -> None:
     )
 
 
-async def test_foreign_upload_session_url_is_rejected(serve: Callable[..., Any]) -> None:
+async def test_foreign_upload_session_url_is_rejected(serve: Serve) -> None:
     elsewhere = serve(lambda conn, request: conn.respond(200, b"{}"))
 
     def handler(conn: Any, request: Any) -> None:
@@ -474,7 +481,7 @@ async def test_foreign_upload_session_url_is_rejected(serve: Callable[..., Any])
         "https://generativelanguage.googleapis.com/upload/v1beta/files?upload_id=1",
     ],
 )
-async def test_bad_upload_session_urls(serve: Callable[..., Any], session: str | None) -> None:
+async def test_bad_upload_session_urls(serve: Serve, session: str | None) -> None:
     def handler(conn: Any, request: Any) -> None:
         conn.respond(200, b"", {} if session is None else {"x-goog-upload-url": session})
 
@@ -484,7 +491,7 @@ async def test_bad_upload_session_urls(serve: Callable[..., Any], session: str |
     assert len(server.requests) == 1
 
 
-async def test_upload_limits_and_result_checks(serve: Callable[..., Any]) -> None:
+async def test_upload_limits_and_result_checks(serve: Serve) -> None:
     sizes: list[int] = []
 
     def handler(conn: Any, request: Any) -> None:
@@ -514,7 +521,7 @@ async def test_upload_limits_and_result_checks(serve: Callable[..., Any]) -> Non
         await provider.upload_file(b"x" * 5, media_type="text/plain")
 
 
-async def test_inspect_delete_and_no_download(serve: Callable[..., Any]) -> None:
+async def test_inspect_delete_and_no_download(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> None:
         if request.method == "DELETE":
             conn.respond_json(200, {})
@@ -555,7 +562,7 @@ async def test_inspect_delete_and_no_download(serve: Callable[..., Any]) -> None
     assert len(server.requests) == count  # nothing was sent for refused handles
 
 
-async def test_delete_needs_an_empty_acknowledgement(serve: Callable[..., Any]) -> None:
+async def test_delete_needs_an_empty_acknowledgement(serve: Serve) -> None:
     server = serve(lambda conn, request: conn.respond_json(200, {"unexpected": True}))
     with pytest.raises(ResponseDecodeError, match="acknowledgement"):
         await gla(server).delete_file("files/x")
@@ -571,7 +578,7 @@ async def test_delete_needs_an_empty_acknowledgement(serve: Callable[..., Any]) 
         {"name": "files/abc", "uri": "https://x/v1beta/files/abc", "sizeBytes": "many"},
     ],
 )
-async def test_invalid_file_records(serve: Callable[..., Any], record: dict[str, Any]) -> None:
+async def test_invalid_file_records(serve: Serve, record: dict[str, Any]) -> None:
     server = serve(lambda conn, request: conn.respond_json(200, record))
     with pytest.raises(ResponseDecodeError):
         await gla(server).inspect_file("files/abc")
@@ -601,7 +608,7 @@ def _pages(count: int, per_page: int) -> Callable[[Any, Any], None]:
     return handler
 
 
-async def test_list_models_follows_pages(serve: Callable[..., Any]) -> None:
+async def test_list_models_follows_pages(serve: Serve) -> None:
     server = serve(_pages(3, 2))
     listed = await gla(server, discovery_limits=DiscoveryLimits(page_size=2, max_pages=3)).list_models()
     assert [m.id for m in listed.models] == [
@@ -619,7 +626,7 @@ async def test_list_models_follows_pages(serve: Callable[..., Any]) -> None:
     assert server.requests[1].query == "pageSize=2&pageToken=1"
 
 
-async def test_list_models_page_limit_exactly_and_one_past(serve: Callable[..., Any]) -> None:
+async def test_list_models_page_limit_exactly_and_one_past(serve: Serve) -> None:
     exact = await gla(serve(_pages(2, 1)), discovery_limits=DiscoveryLimits(max_pages=2)).list_models()
     assert (len(exact.models), exact.truncated) == (2, False)
     server = serve(_pages(3, 1))
@@ -627,7 +634,7 @@ async def test_list_models_page_limit_exactly_and_one_past(serve: Callable[..., 
     assert (len(past.models), past.truncated, len(server.requests)) == (2, True, 2)
 
 
-async def test_list_models_model_limit_exactly_and_one_past(serve: Callable[..., Any]) -> None:
+async def test_list_models_model_limit_exactly_and_one_past(serve: Serve) -> None:
     exact = await gla(serve(_pages(2, 3)), discovery_limits=DiscoveryLimits(max_models=6)).list_models()
     assert (len(exact.models), exact.truncated) == (6, False)
     past = await gla(serve(_pages(2, 3)), discovery_limits=DiscoveryLimits(max_models=5)).list_models()
@@ -645,7 +652,7 @@ async def test_list_models_model_limit_exactly_and_one_past(serve: Callable[...,
         b"{",
     ],
 )
-async def test_list_models_rejects_malformed_pages(serve: Callable[..., Any], body: bytes) -> None:
+async def test_list_models_rejects_malformed_pages(serve: Serve, body: bytes) -> None:
     server = serve(lambda conn, request: conn.respond(200, body, {"content-type": "application/json"}))
     with pytest.raises(ResponseDecodeError):
         await gla(server).list_models()

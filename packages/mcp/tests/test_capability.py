@@ -14,7 +14,7 @@ from ferrule.core.errors import UserError
 from ferrule.core.messages import ToolReturnPart
 from ferrule.mcp import MCPCapabilityProvider, MCPServerInProcess, MCPServerStdio
 
-from .conftest import RAW  # type: ignore[import-not-found]
+from .conftest import RAW
 
 pytestmark = pytest.mark.anyio
 

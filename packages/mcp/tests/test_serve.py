@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn
 from ferrule.agent.testing import AgentInfo, FunctionModel
@@ -71,29 +72,41 @@ def broken() -> str:
 TOOLS = [greet, midpoint, picture, picky, broken]
 
 
+def text_of(result: CallToolResult, index: int = 0) -> str:
+    block = result.content[index]
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
+def image_of(result: CallToolResult, index: int) -> ImageContent:
+    block = result.content[index]
+    assert isinstance(block, ImageContent), block
+    return block
+
+
 async def test_tools_served_in_process_to_the_sdk_client() -> None:
     exposed = expose_tools(TOOLS, name="toolbox", deps="Hello")
     async with Client(exposed.sdk_server, cache=None) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(listed) == ["broken", "greet", "midpoint", "picky", "picture"]
         assert listed["greet"].input_schema["properties"]["name"]["description"] == "Who to greet."
-        assert (await client.call_tool("greet", {"name": "Ada"})).content[0].text == "Hello, Ada!"
+        assert text_of(await client.call_tool("greet", {"name": "Ada"})) == "Hello, Ada!"
         mid = await client.call_tool("midpoint", {"a": {"x": 0, "y": 0}, "b": {"x": 4, "y": 2}})
         assert mid.structured_content == {"x": 2, "y": 1}
         pic = await client.call_tool("picture", {})
-        assert pic.content[0].text == "a tiny picture"
-        assert base64.b64decode(pic.content[1].data) == PNG
-        assert pic.content[1].mime_type == "image/png"
+        assert text_of(pic) == "a tiny picture"
+        assert base64.b64decode(image_of(pic, 1).data) == PNG
+        assert image_of(pic, 1).mime_type == "image/png"
         refused = await client.call_tool("picky", {"word": "now"})
         assert refused.is_error
-        assert refused.content[0].text == "Say please."
+        assert text_of(refused) == "Say please."
         invalid = await client.call_tool("greet", {"name": 3})
         assert invalid.is_error
-        assert "Invalid arguments for tool 'greet'" in invalid.content[0].text
+        assert "Invalid arguments for tool 'greet'" in text_of(invalid)
         failed = await client.call_tool("broken", {})
         assert failed.is_error
-        assert failed.content[0].text == "Tool 'broken' failed (KeyError)."
-        assert "internal detail" not in failed.content[0].text
+        assert text_of(failed) == "Tool 'broken' failed (KeyError)."
+        assert "internal detail" not in text_of(failed)
 
 
 def test_tools_that_need_decisions_cannot_be_served() -> None:
@@ -118,7 +131,7 @@ async def test_agent_served_as_one_tool() -> None:
         assert tool.name == "ask_echo"
         assert tool.input_schema["required"] == ["prompt"]
         result = await client.call_tool("ask_echo", {"prompt": "why?"})
-    assert result.content[0].text == "you asked: why?"
+    assert text_of(result) == "you asked: why?"
 
 
 async def test_a_ferrule_agent_uses_another_ferrule_agent_through_mcp() -> None:
@@ -135,11 +148,11 @@ async def test_a_ferrule_agent_uses_another_ferrule_agent_through_mcp() -> None:
 
 
 async def test_tools_served_over_streamable_http(events: Any) -> None:
-    from .conftest import HttpServer  # type: ignore[import-not-found]
+    from .conftest import HttpServer
 
     exposed = expose_tools([greet], name="toolbox", deps="Hi")
     with HttpServer(exposed.http_app) as running:
         server = MCPServerHTTP(running.origin + "/mcp", url_policy=UrlPolicy.local(running.origin))
         async with server:
             result = await server.call_tool("greet", {"name": "Bob"})
-    assert result.content[0].text == "Hi, Bob!"
+    assert text_of(result) == "Hi, Bob!"

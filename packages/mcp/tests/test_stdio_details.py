@@ -93,7 +93,7 @@ async def test_list_changed_notification_on_a_handshake_connection_refreshes_too
         if event.kind == "tools_changed":
             changed.set()
 
-    from .conftest import RAW  # type: ignore[import-not-found]
+    from .conftest import RAW
 
     async with MCPServerStdio(sys.executable, [RAW], id="raw", on_event=on_event) as server:
         before = [i.name for i in await server.list_tools()]

@@ -36,6 +36,7 @@ from ferrule.core.model import (
     JsonObjectOutput,
     JsonSchemaOutput,
     ModelCall,
+    ModelStreamEvent,
     NativeTool,
     PartDeltaEvent,
     PartStartEvent,
@@ -567,7 +568,7 @@ def test_stream_text_thinking_tools_and_usage() -> None:
         {"id": "chatcmpl-9", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
     )
     decoder = chat_codec.ChatStreamDecoder(provider_name="deepseek")
-    events = []
+    events: list[ModelStreamEvent] = []
     for event in chat_codec.iter_sse_payloads(data):
         events.extend(decoder.feed_event(event))
     events.extend(decoder.finish())

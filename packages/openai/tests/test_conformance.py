@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import msgspec
@@ -28,6 +28,7 @@ from ferrule.core.errors import (
 from ferrule.core.http import classify_status, error_from_response
 from ferrule.core.messages import (
     BinaryContent,
+    FilePart,
     ImageUrl,
     ModelRequest,
     ModelResponse,
@@ -222,7 +223,8 @@ def _raw_usage(it: Interaction) -> dict[str, Any]:
     for line in (it.response_text or "").splitlines():
         if line.startswith("data:") and "[DONE]" not in line:
             event = json.loads(line[5:])
-            usage = event.get("usage") or (event.get("response") or {}).get("usage") or usage
+            final: dict[str, Any] = event.get("response") or {}
+            usage = event.get("usage") or final.get("usage") or usage
     return usage
 
 
@@ -417,9 +419,9 @@ def test_sample_responses_cached_tokens() -> None:
 def test_sample_responses_generated_image() -> None:
     it = BY_ID["test_openai_responses/test_openai_responses_image_generation_jpeg#0"]
     response = decode(it)
-    files = [p for p in response.parts if type(p).__name__ == "FilePart"]
+    files = [p for p in response.parts if isinstance(p, FilePart)]
     assert len(files) == 1
-    image = files[0].content  # type: ignore[union-attr]
+    image = files[0].content
     assert image.media_type == "image/jpeg"
     assert image.data[:3] == b"\xff\xd8\xff"  # a JPEG
 
@@ -441,8 +443,8 @@ def test_sample_deepseek_responses_streamed_reasoning_text() -> None:
 def normalize(body: Any, top: bool = True) -> Any:
     """A request body without what differs by design: nulls, `stream: false`, `n: 1`, ferrule's `store`."""
     if isinstance(body, dict):
-        out = {}
-        for key, value in body.items():
+        out: dict[str, Any] = {}
+        for key, value in cast("dict[str, Any]", body).items():
             if value is None:
                 continue
             if top and (
@@ -452,12 +454,12 @@ def normalize(body: Any, top: bool = True) -> Any:
             out[key] = normalize(value, top=False)
         return out
     if isinstance(body, list):
-        return [normalize(v, top=False) for v in body]
+        return [normalize(v, top=False) for v in cast("list[Any]", body)]
     return body
 
 
 def recorded_tools(it: Interaction) -> list[ToolDefinition]:
-    tools = []
+    tools: list[ToolDefinition] = []
     for tool in it.request_json.get("tools", []):
         spec = tool.get("function", tool)
         tools.append(

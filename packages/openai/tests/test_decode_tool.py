@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -50,22 +51,21 @@ def body_of(interaction_id: str) -> bytes:
     ],
 )
 def test_decode_tool(api: str, interaction: str, stream: bool, text: str | None, tmp_path: Path) -> None:
-    if not TOOL.exists():
-        pytest.skip("tools/decode.py is not in this checkout")
     result = run(api, body_of(interaction), tmp_path, stream=stream)
     assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    messages = document["messages"] if isinstance(document, dict) else document
+    document: Any = json.loads(result.stdout)
+    messages: list[dict[str, Any]] = (
+        cast("dict[str, Any]", document)["messages"] if isinstance(document, dict) else document
+    )
     [response] = messages
-    texts = [p["content"] for p in response["parts"] if p["part_kind"] == "text"]
+    parts: list[dict[str, Any]] = response["parts"]
+    texts = [p["content"] for p in parts if p["part_kind"] == "text"]
     if text is not None:
         assert texts == [text]
     assert response["finish_reason"] in ("stop", "tool_call")
 
 
 def test_decode_tool_rejects_truncated_stream(tmp_path: Path) -> None:
-    if not TOOL.exists():
-        pytest.skip("tools/decode.py is not in this checkout")
     body = body_of("test_openai/test_run_stream_sync_streams_real_model#1")
     result = run("openai-chat", body[: len(body) // 2], tmp_path, stream=True)
     assert result.returncode == 1

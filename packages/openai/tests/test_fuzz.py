@@ -11,7 +11,7 @@ Example counts are bounded and the runs are derandomized, so the suite stays fas
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import pytest
@@ -120,10 +120,10 @@ def byte_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [prefix]
     if isinstance(value, dict):
-        for key, sub in value.items():
+        for key, sub in cast("dict[str, Any]", value).items():
             found.extend(_paths(sub, (*prefix, key)))
     elif isinstance(value, list):
-        for index, sub in enumerate(value):
+        for index, sub in enumerate(cast("list[Any]", value)):
             found.extend(_paths(sub, (*prefix, index)))
     return found
 

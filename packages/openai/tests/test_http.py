@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -59,8 +58,8 @@ from ferrule.providers.openai import (
     local_url_policy,
 )
 from tests.support import http_server
-from tests.support.cassettes import cassette_root, iter_interactions
-from tests.support.http_server import Conn, Handler, LocalServer, Request
+from tests.support.cassettes import iter_interactions, require_cassettes
+from tests.support.http_server import Conn, Handler, LocalServer, Request, Serve
 
 FAST = Timeouts(connect=2.0, first_byte=2.0, read=0.5, total=10.0)
 KEY = "sk-test-SENTINEL-0123456789abcdef"
@@ -69,8 +68,7 @@ NO_WAIT = RetryPolicy(max_retries=2, initial_delay=0.0, max_delay=0.0)
 
 
 def recorded(interaction_id: str) -> Any:
-    if cassette_root() is None:
-        pytest.skip("recorded provider traffic is not available")
+    require_cassettes()
     directory = "models/cassettes/" + interaction_id.split("/", 1)[0]
     for it in iter_interactions(directory):
         if it.id == interaction_id:
@@ -124,7 +122,7 @@ def check_stream_invariants(events: list[ModelStreamEvent]) -> None:
 
 
 @pytest.mark.anyio
-async def test_chat_buffered_recorded_body(serve: Callable[..., LocalServer]) -> None:
+async def test_chat_buffered_recorded_body(serve: Serve) -> None:
     it = recorded("test_openai/test_openai_instructions#0")
     server = serve(json_reply(it.response_json))
     model = OpenAIChatModel("gpt-4o", provider=openai(server, organization="org-1", project="proj-1"))
@@ -153,9 +151,7 @@ async def test_chat_buffered_recorded_body(serve: Callable[..., LocalServer]) ->
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("sizes", [(1,), (7, 1, 13, 64, 3), (4096,)])
-async def test_chat_stream_recorded_tool_call_split_awkwardly(
-    serve: Callable[..., LocalServer], sizes: tuple[int, ...]
-) -> None:
+async def test_chat_stream_recorded_tool_call_split_awkwardly(serve: Serve, sizes: tuple[int, ...]) -> None:
     it = recorded("test_openai/test_run_stream_sync_streams_real_model#0")
     server = serve(lambda conn, request: conn.stream(it.response_bytes, sizes))
     model = OpenAIChatModel("gpt-4o-mini", provider=openai(server))
@@ -183,7 +179,7 @@ async def test_chat_stream_recorded_tool_call_split_awkwardly(
 
 
 @pytest.mark.anyio
-async def test_chat_stream_reasoning_content_utf8_split(serve: Callable[..., LocalServer]) -> None:
+async def test_chat_stream_reasoning_content_utf8_split(serve: Serve) -> None:
     it = recorded("test_deepseek/test_deepseek_model_thinking_stream#0")
     # One-byte chunks split every multi-byte character (the answer has an emoji).
     server = serve(lambda conn, request: conn.stream(it.response_bytes, (1, 2, 3)))
@@ -204,7 +200,7 @@ async def test_chat_stream_reasoning_content_utf8_split(serve: Callable[..., Loc
 
 
 @pytest.mark.anyio
-async def test_responses_stream_recorded_reasoning_and_call(serve: Callable[..., LocalServer]) -> None:
+async def test_responses_stream_recorded_reasoning_and_call(serve: Serve) -> None:
     it = recorded("test_openai_responses/test_openai_responses_thinking_part_iter#0")
     server = serve(lambda conn, request: conn.stream(it.response_bytes, (5, 11, 2, 300)))
     model = OpenAIResponsesModel("o3-mini", provider=openai(server))
@@ -221,7 +217,7 @@ async def test_responses_stream_recorded_reasoning_and_call(serve: Callable[...,
 
 
 @pytest.mark.anyio
-async def test_responses_buffered_recorded_body(serve: Callable[..., LocalServer]) -> None:
+async def test_responses_buffered_recorded_body(serve: Serve) -> None:
     it = recorded("test_openai_responses/test_native_output#0")
     server = serve(json_reply(it.response_json))
     model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
@@ -241,7 +237,7 @@ async def test_responses_buffered_recorded_body(serve: Callable[..., LocalServer
 
 
 @pytest.mark.anyio
-async def test_400_with_json_error_body_is_a_bad_request(serve: Callable[..., LocalServer]) -> None:
+async def test_400_with_json_error_body_is_a_bad_request(serve: Serve) -> None:
     it = recorded("test_openai_responses/test_openai_responses_model_http_error#0")
     server = serve(json_reply(it.response_json, status=400))
     model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
@@ -255,7 +251,7 @@ async def test_400_with_json_error_body_is_a_bad_request(serve: Callable[..., Lo
 
 
 @pytest.mark.anyio
-async def test_500_without_json_body_is_retried_then_raised(serve: Callable[..., LocalServer]) -> None:
+async def test_500_without_json_body_is_retried_then_raised(serve: Serve) -> None:
     server = serve(
         lambda conn, request: conn.respond(502, b"<html>bad gateway</html>", {"content-type": "text/html"})
     )
@@ -271,7 +267,7 @@ async def test_500_without_json_body_is_retried_then_raised(serve: Callable[...,
 
 
 @pytest.mark.anyio
-async def test_429_retry_after_is_honoured_then_succeeds(serve: Callable[..., LocalServer]) -> None:
+async def test_429_retry_after_is_honoured_then_succeeds(serve: Serve) -> None:
     it = recorded("test_openai/test_openai_instructions#0")
     calls = 0
 
@@ -295,7 +291,7 @@ async def test_429_retry_after_is_honoured_then_succeeds(serve: Callable[..., Lo
 
 
 @pytest.mark.anyio
-async def test_429_with_long_retry_after_is_raised_with_the_delay(serve: Callable[..., LocalServer]) -> None:
+async def test_429_with_long_retry_after_is_raised_with_the_delay(serve: Serve) -> None:
     server = serve(
         json_reply(
             {"error": {"message": "slow down", "type": "requests"}},
@@ -311,7 +307,7 @@ async def test_429_with_long_retry_after_is_raised_with_the_delay(serve: Callabl
 
 
 @pytest.mark.anyio
-async def test_429_out_of_quota_is_not_a_retryable_rate_limit(serve: Callable[..., LocalServer]) -> None:
+async def test_429_out_of_quota_is_not_a_retryable_rate_limit(serve: Serve) -> None:
     body = {
         "error": {
             "message": "You exceeded your current quota",
@@ -329,7 +325,7 @@ async def test_429_out_of_quota_is_not_a_retryable_rate_limit(serve: Callable[..
 
 
 @pytest.mark.anyio
-async def test_401_is_an_authentication_error(serve: Callable[..., LocalServer]) -> None:
+async def test_401_is_an_authentication_error(serve: Serve) -> None:
     server = serve(
         json_reply(
             {"error": {"message": f"Incorrect API key provided: {KEY}", "code": "invalid_api_key"}},
@@ -344,7 +340,7 @@ async def test_401_is_an_authentication_error(serve: Callable[..., LocalServer])
 
 
 @pytest.mark.anyio
-async def test_error_status_on_a_stream_is_raised_before_any_event(serve: Callable[..., LocalServer]) -> None:
+async def test_error_status_on_a_stream_is_raised_before_any_event(serve: Serve) -> None:
     server = serve(json_reply({"error": {"message": "overloaded"}}, status=503))
     model = OpenAIChatModel("gpt-4o", provider=openai(server))
     with pytest.raises(ServerError):
@@ -356,7 +352,7 @@ async def test_error_status_on_a_stream_is_raised_before_any_event(serve: Callab
 
 
 @pytest.mark.anyio
-async def test_malformed_json_body_is_a_decode_error(serve: Callable[..., LocalServer]) -> None:
+async def test_malformed_json_body_is_a_decode_error(serve: Serve) -> None:
     server = serve(json_reply(b'{"choices": [{"message": {"content": "hi"'))
     model = OpenAIChatModel("gpt-4o", provider=openai(server))
     with pytest.raises(ResponseDecodeError):
@@ -365,7 +361,7 @@ async def test_malformed_json_body_is_a_decode_error(serve: Callable[..., LocalS
 
 @pytest.mark.anyio
 async def test_truncated_stream_after_events_raises_and_is_not_retried(
-    serve: Callable[..., LocalServer],
+    serve: Serve,
 ) -> None:
     it = recorded("test_openai/test_run_stream_sync_streams_real_model#1")
     body = it.response_bytes
@@ -382,7 +378,7 @@ async def test_truncated_stream_after_events_raises_and_is_not_retried(
 
 
 @pytest.mark.anyio
-async def test_empty_stream_is_never_an_empty_success(serve: Callable[..., LocalServer]) -> None:
+async def test_empty_stream_is_never_an_empty_success(serve: Serve) -> None:
     server = serve(lambda conn, request: conn.stream(b": keep-alive\n\n"))
     model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
     with pytest.raises(ResponseDecodeError):
@@ -390,8 +386,8 @@ async def test_empty_stream_is_never_an_empty_success(serve: Callable[..., Local
 
 
 @pytest.mark.anyio
-async def test_response_failed_event_raises_typed_error(serve: Callable[..., LocalServer]) -> None:
-    events = [
+async def test_response_failed_event_raises_typed_error(serve: Serve) -> None:
+    events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
         {
             "type": "response.failed",
@@ -410,7 +406,7 @@ async def test_response_failed_event_raises_typed_error(serve: Callable[..., Loc
 
 
 @pytest.mark.anyio
-async def test_error_event_rate_limit_is_typed(serve: Callable[..., LocalServer]) -> None:
+async def test_error_event_rate_limit_is_typed(serve: Serve) -> None:
     body = b'event: error\ndata: {"type": "error", "code": "rate_limit_exceeded", "message": "too fast"}\n\n'
     server = serve(lambda conn, request: conn.stream(body))
     model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
@@ -419,7 +415,7 @@ async def test_error_event_rate_limit_is_typed(serve: Callable[..., LocalServer]
 
 
 @pytest.mark.anyio
-async def test_oversized_buffered_body(serve: Callable[..., LocalServer]) -> None:
+async def test_oversized_buffered_body(serve: Serve) -> None:
     it = recorded("test_openai/test_openai_instructions#0")
     data = json.dumps(it.response_json).encode()
     server = serve(json_reply(data))
@@ -443,7 +439,7 @@ async def test_oversized_buffered_body(serve: Callable[..., LocalServer]) -> Non
 
 
 @pytest.mark.anyio
-async def test_oversized_stream_line(serve: Callable[..., LocalServer]) -> None:
+async def test_oversized_stream_line(serve: Serve) -> None:
     line = b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * 5000}}]}).encode()
     server = serve(lambda conn, request: conn.stream(line + b"\n\ndata: [DONE]\n\n"))
     provider = OpenAIProvider(
@@ -461,7 +457,7 @@ async def test_oversized_stream_line(serve: Callable[..., LocalServer]) -> None:
 
 
 @pytest.mark.anyio
-async def test_server_hanging_after_headers_times_out(serve: Callable[..., LocalServer]) -> None:
+async def test_server_hanging_after_headers_times_out(serve: Serve) -> None:
     def handler(conn: Conn, request: Request) -> None:
         conn.start_chunked(headers={"content-type": "text/event-stream"})
         conn.chunk(b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n')
@@ -483,7 +479,7 @@ async def test_server_hanging_after_headers_times_out(serve: Callable[..., Local
 
 
 @pytest.mark.anyio
-async def test_connection_dropped_mid_stream_is_a_connection_error(serve: Callable[..., LocalServer]) -> None:
+async def test_connection_dropped_mid_stream_is_a_connection_error(serve: Serve) -> None:
     def handler(conn: Conn, request: Request) -> bool:
         conn.start_chunked(headers={"content-type": "text/event-stream"})
         conn.chunk(b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n')
@@ -498,7 +494,7 @@ async def test_connection_dropped_mid_stream_is_a_connection_error(serve: Callab
 
 
 @pytest.mark.anyio
-async def test_cancelling_mid_stream_closes_the_connection(serve: Callable[..., LocalServer]) -> None:
+async def test_cancelling_mid_stream_closes_the_connection(serve: Serve) -> None:
     closed = threading.Event()
 
     def handler(conn: Conn, request: Request) -> bool:
@@ -527,7 +523,7 @@ async def test_cancelling_mid_stream_closes_the_connection(serve: Callable[..., 
 
 
 @pytest.mark.anyio
-async def test_refusal_raises_content_filter_error(serve: Callable[..., LocalServer]) -> None:
+async def test_refusal_raises_content_filter_error(serve: Serve) -> None:
     body = {
         "id": "c1",
         "model": "gpt-4o",
@@ -548,7 +544,7 @@ async def test_refusal_raises_content_filter_error(serve: Callable[..., LocalSer
 
 
 @pytest.mark.anyio
-async def test_unsupported_feature_fails_before_any_request(serve: Callable[..., LocalServer]) -> None:
+async def test_unsupported_feature_fails_before_any_request(serve: Serve) -> None:
     server = serve(json_reply({}))
     model = OpenAIChatModel("mystery-model-9000", provider=openai(server))
     tool = ToolDefinition(name="t")
@@ -560,7 +556,7 @@ async def test_unsupported_feature_fails_before_any_request(serve: Callable[...,
 
 
 @pytest.mark.anyio
-async def test_openrouter_typed_routing_and_extra_body(serve: Callable[..., LocalServer]) -> None:
+async def test_openrouter_typed_routing_and_extra_body(serve: Serve) -> None:
     it = recorded("test_openrouter/test_openrouter_web_search_annotations#0")
     server = serve(json_reply(it.response_json))
     provider = OpenRouterProvider(
@@ -601,7 +597,7 @@ async def test_openrouter_typed_routing_and_extra_body(serve: Callable[..., Loca
 
 
 @pytest.mark.anyio
-async def test_azure_deployment_urls_and_api_key_header(serve: Callable[..., LocalServer]) -> None:
+async def test_azure_deployment_urls_and_api_key_header(serve: Serve) -> None:
     it = recorded("test_openai/test_openai_instructions#0")
     server = serve(json_reply(it.response_json))
     legacy = AzureOpenAIProvider(
@@ -623,7 +619,7 @@ async def test_azure_deployment_urls_and_api_key_header(serve: Callable[..., Loc
 
 
 @pytest.mark.anyio
-async def test_audio_url_is_downloaded_within_the_policy(serve: Callable[..., LocalServer]) -> None:
+async def test_audio_url_is_downloaded_within_the_policy(serve: Serve) -> None:
     audio = b"ID3\x03fake-mp3-bytes"
     it = recorded("test_openai/test_audio_as_binary_content_input#0")
 
@@ -656,7 +652,7 @@ async def test_audio_url_is_downloaded_within_the_policy(serve: Callable[..., Lo
 
 
 @pytest.mark.anyio
-async def test_list_models_bounded(serve: Callable[..., LocalServer]) -> None:
+async def test_list_models_bounded(serve: Serve) -> None:
     listing = {
         "object": "list",
         "data": [{"id": f"m{i}", "owned_by": "me", "created": 1700000000} for i in range(5)],
@@ -685,7 +681,7 @@ def test_local_servers_need_an_explicit_policy() -> None:
 
 
 @pytest.mark.anyio
-async def test_emulated_tools_through_constrained_output(serve: Callable[..., LocalServer]) -> None:
+async def test_emulated_tools_through_constrained_output(serve: Serve) -> None:
     answer = json.dumps({"tool": "get_weather", "arguments": {"city": "Paris"}})
     body = {
         "id": "c1",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 import sys
+from typing import Any
 
 import msgspec
 import pytest
@@ -235,16 +236,17 @@ def test_openrouter_routing_validation() -> None:
         "sort": "price",
         "max_price": {"prompt": 1.0},
     }
-    for bad in (
+    refused: list[dict[str, Any]] = [
         {"only": ["a"], "ignore": ["a"]},
         {"order": []},
         {"order": ["bad name"]},
         {"preferred_max_latency": -1.0},
         {"preferred_min_throughput": float("inf")},
         {"quantizations": []},
-    ):
+    ]
+    for bad in refused:
         with pytest.raises(UserError):
-            OpenRouterRouting(**bad)  # type: ignore[arg-type]
+            OpenRouterRouting(**bad)
     with pytest.raises(UserError):
         MaxPrice()
     with pytest.raises(UserError):

@@ -40,6 +40,7 @@ from ferrule.core.model import (
     JsonObjectOutput,
     JsonSchemaOutput,
     ModelCall,
+    ModelStreamEvent,
     NativeTool,
     PartStartEvent,
     ResponseCompleted,
@@ -426,6 +427,7 @@ def test_native_items() -> None:
     assert file.content.data == b"\x89PNG-bytes"
     generated = parts[4]
     assert isinstance(generated, NativeToolCallPart)
+    assert generated.provider_details is not None
     assert "result" not in generated.provider_details["item"]
 
 
@@ -538,7 +540,7 @@ def stream_events() -> list[dict[str, Any]]:
 
 def test_stream_matches_buffered() -> None:
     decoder = responses_codec.ResponsesStreamDecoder()
-    events = []
+    events: list[ModelStreamEvent] = []
     for event in stream_events():
         events.extend(decoder.feed(json.dumps(event)))
     events.extend(decoder.finish())

@@ -28,47 +28,53 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 ARGS = sys.argv[1:]
 IGNORE_TERM = "--ignore-term" in ARGS
 
-OBJECT = {"type": "object", "properties": {}, "additionalProperties": True}
-TOOLS = [
+OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
+TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": f"The {name} tool.", "inputSchema": OBJECT}
     for name in ("echo", "crash", "hang", "garbage", "bad_shape", "change_tools", "env")
 ]
-TOOLS += [
-    {
-        "name": "crash_once",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"marker": {"type": "string"}},
-            "required": ["marker"],
-        },
-    },
-    {
-        "name": "sized",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "size": {"type": "integer"},
-                "id_last": {"type": "boolean"},
-                "hidden_id": {"type": "boolean"},
+TOOLS.extend(
+    [
+        {
+            "name": "crash_once",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"marker": {"type": "string"}},
+                "required": ["marker"],
             },
-            "required": ["size"],
         },
-    },
-    {"name": "huge_no_id", "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}}},
-    {"name": "stderr", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
-    {
-        "name": "server_error",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"message": {"type": "string"}, "code": {"type": "integer"}},
-            "required": ["message"],
+        {
+            "name": "sized",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer"},
+                    "id_last": {"type": "boolean"},
+                    "hidden_id": {"type": "boolean"},
+                },
+                "required": ["size"],
+            },
         },
-    },
-]
+        {
+            "name": "huge_no_id",
+            "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        },
+        {"name": "stderr", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        {
+            "name": "server_error",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}, "code": {"type": "integer"}},
+                "required": ["message"],
+            },
+        },
+    ]
+)
 if "--bad-schema" in ARGS:
     TOOLS.append(
         {

@@ -107,7 +107,7 @@ def build() -> MCPServer:
         """Asks the client's model to summarize `text` (sampling)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # sampling is deprecated in the 2026-07-28 revision
-            reply = await ctx.session.create_message(
+            reply = await ctx.session.create_message(  # pyright: ignore[reportDeprecated]
                 [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
                 max_tokens=50,
                 system_prompt="Summarize.",

@@ -62,6 +62,7 @@ from ._sync_tools import ToolThreads
 from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
+from .correlation import RunCorrelation
 from .exceptions import (
     AgentRunError,
     ModelRetry,
@@ -125,6 +126,7 @@ __all__ = [
     "ResumeDecisions",
     "RetryPolicy",
     "RunContext",
+    "RunCorrelation",
     "RunState",
     "RunStep",
     "SideEffect",

@@ -47,6 +47,7 @@ from ._util import merged_settings as _merged
 from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
+from .correlation import RunCorrelation
 from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
@@ -200,9 +201,9 @@ class Agent(Generic[DepsT, OutputT]):
         | StructuredDict
         | Sequence[Any]
         | UnionType
-        | Callable[..., OutputT] = str,  # pyright: ignore[reportAssignmentType]
+        | Callable[..., OutputT] = str,
         instructions: str | InstructionsFn | Sequence[str | InstructionsFn] | None = None,
-        deps_type: type[DepsT] = _NONE_TYPE,  # pyright: ignore[reportAssignmentType]
+        deps_type: type[DepsT] = _NONE_TYPE,
         name: str | None = None,
         model_settings: ModelSettings | None = None,
         retries: int = 1,
@@ -248,11 +249,13 @@ class Agent(Generic[DepsT, OutputT]):
         self._static_instructions: list[str] = []
         self._dynamic_instructions: list[tuple[Callable[..., Any], bool, bool]] = []
         tracer: Tracer | None = None
+        self._instrumentation: InstrumentationSettings | None = None
         if instrument:
             settings = (
                 instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
             )
             tracer = Tracer(settings, self.name)
+            self._instrumentation = settings
         self._core = _AgentCore(
             name=self.name,
             output_info=normalize_spec(output_type),
@@ -363,6 +366,11 @@ class Agent(Generic[DepsT, OutputT]):
         """The default model (instance or `provider:model` string)."""
         return self._model
 
+    @property
+    def instrumentation(self) -> InstrumentationSettings | None:
+        """The OpenTelemetry settings of `instrument=`, or `None` when the agent is not instrumented."""
+        return self._instrumentation
+
     # --- run set-up ---------------------------------------------------------------------------------
 
     def _resolve_model(self, model: Model | str | None) -> Model:
@@ -432,6 +440,8 @@ class Agent(Generic[DepsT, OutputT]):
         timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         model_obj = self._resolve_model(model)
         plan = self._core.plan_for(model_obj)
@@ -456,6 +466,10 @@ class Agent(Generic[DepsT, OutputT]):
             run_id=run_id,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         # Content URLs of the prompt and the history are refused before anything else happens.
         run.url_check.new_messages(messages)
         if prompt is not None and not isinstance(prompt, str):
@@ -485,7 +499,7 @@ class Agent(Generic[DepsT, OutputT]):
             )
             run.url_check.skip_to(messages)  # the prompt was checked above
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _resume_run(
@@ -501,6 +515,8 @@ class Agent(Generic[DepsT, OutputT]):
         integrity_key: bytes | None,
         cancellable: bool = False,
         options: RunOptions = NO_OPTIONS,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> Run:
         if isinstance(state, Paused):
             state = state.state
@@ -549,6 +565,10 @@ class Agent(Generic[DepsT, OutputT]):
             output_retries=state.output_retries,
         )
         run.cancellable = cancellable
+        if correlation is not None:
+            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
+            run.correlation = correlation
         # The stored history, its queued messages and external results are content like a prompt.
         policy = self._core.url_policy
         run.url_check.new_messages(messages)
@@ -565,7 +585,7 @@ class Agent(Generic[DepsT, OutputT]):
             self._extend(run, options, model_settings, resumed=state.capabilities)
         run.resume_from(state, checked)
         if self._core.tracer is not None:
-            run.start_span()
+            run.start_span(trace_parent)
         return run
 
     def _extend(
@@ -588,7 +608,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -601,12 +621,16 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
         Raises `PauseRequiredError` if a tool needs approval or external execution: use
         `run_until_pause` for agents with deferred tools. `event_handler`, when given, receives every
-        stream event (the model is then called in streaming mode).
+        stream event (the model is then called in streaming mode). `correlation` (a
+        `RunCorrelation`) reaches the `run_start` hook event and the agent span; `trace_parent` (an
+        OpenTelemetry `Context`) is the agent span's parent. Every entry point takes both.
         """
         run = await self._start(
             user_prompt,
@@ -617,6 +641,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -638,7 +664,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -651,6 +677,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT]:
         """The blocking form of `run`, for code without an event loop."""
         call = functools.partial(
@@ -669,6 +697,8 @@ class Agent(Generic[DepsT, OutputT]):
             history_processors=history_processors,
             context_budget=context_budget,
             pending_messages=pending_messages,
+            correlation=correlation,
+            trace_parent=trace_parent,
         )
         try:
             anyio.get_current_task()
@@ -683,7 +713,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -696,6 +726,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
         run = await self._start(
@@ -707,6 +739,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             options=_options(
                 toolsets,
                 capabilities,
@@ -724,7 +758,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
@@ -737,6 +771,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AgentRunResult[OutputT] | Paused:
         """Continue a paused run with exactly one decision per pending call.
 
@@ -753,6 +789,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             options=_options(
                 toolsets,
@@ -772,7 +810,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -784,6 +822,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[AgentRun[OutputT]]:
         """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
         run = await self._start(
@@ -795,6 +835,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -817,7 +859,7 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: UsageLimits | None = None,
@@ -829,6 +871,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
         run = await self._start(
@@ -840,6 +884,8 @@ class Agent(Generic[DepsT, OutputT]):
             usage_limits=usage_limits,
             instructions=instructions,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             cancellable=True,
             options=_options(
                 toolsets,
@@ -859,7 +905,7 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str,
         decisions: Mapping[str, Decision] | bytes | str,
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
@@ -871,6 +917,8 @@ class Agent(Generic[DepsT, OutputT]):
         history_processors: Sequence[Callable[..., Any]] = (),
         context_budget: ContextBudget | None = None,
         pending_messages: PendingMessageQueue | None = None,
+        correlation: RunCorrelation | None = None,
+        trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
         run = self._resume_run(
@@ -881,6 +929,8 @@ class Agent(Generic[DepsT, OutputT]):
             model_settings=model_settings,
             usage_limits=usage_limits,
             timeout=timeout,
+            correlation=correlation,
+            trace_parent=trace_parent,
             integrity_key=integrity_key,
             cancellable=True,
             options=_options(
@@ -930,7 +980,7 @@ async def _streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(drive_stream, run, send, errors)
-        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, tg, errors)
+        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
         try:
             async with receive:
                 yield stream

@@ -327,7 +327,9 @@ class RunExt:
             self.stack = stack
             try:
                 if run.hooks is not None:
-                    run.hooks.fire("run_start", run.usage.requests, model=run.model.system)
+                    run.hooks.fire(
+                        "run_start", run.usage.requests, model=run.model.system, correlation=run.correlation
+                    )
                 for toolset in self.toolsets():
                     await self._enter(toolset)
                 if run.resuming:  # at a paused response: the tools it called must be known
@@ -457,8 +459,8 @@ class RunExt:
                 f"the output tool name {clash[0]!r} clashes with a function tool; rename one of them"
             )
         self.deferred = tuple(deferred)
-        run._step_tools = tuple(offered)
-        run._step_tool_map = tool_map
+        run._step_tools = tuple(offered)  # pyright: ignore[reportPrivateUsage]
+        run._step_tool_map = tool_map  # pyright: ignore[reportPrivateUsage]
 
     def is_framework(self, tool: Tool[Any]) -> bool:
         """Whether `tool` is the framework's own (`load_capability`, `tool_search`)."""
@@ -512,10 +514,11 @@ class RunExt:
                 continue
             if part.tool_name == TOOL_SEARCH_NAME and self.deferred:
                 result.tool_kind = "tool-search"
-                if result.outcome == "success" and isinstance(result.content, list):
+                content: Any = result.content
+                if result.outcome == "success" and isinstance(content, list):
                     names = [
                         cast("dict[str, Any]", item)["name"]
-                        for item in cast("list[Any]", result.content)
+                        for item in cast("list[Any]", content)
                         if isinstance(item, dict)
                     ]
                     self.pending_reveals.append((part.tool_call_id, names))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from ._sync_tools import ToolThreads
     from ._tools import Tool
+    from .correlation import RunCorrelation
 
 __all__ = ["InstrumentationSettings", "Tracer"]
 
@@ -61,7 +62,7 @@ class _Span:
 
     def __init__(self, tracer: Tracer, span: Any, metric_attrs: dict[str, Any] | None) -> None:
         self._tracer = tracer
-        self._otel = tracer._otel
+        self._otel = tracer._otel  # pyright: ignore[reportPrivateUsage]
         self._span = span
         self._started = time.perf_counter()
         self._metric_attrs = metric_attrs
@@ -120,9 +121,6 @@ class _Span:
         except Exception as failure:
             _fail_open("recording an error", failure)
         self._end(name)
-
-    def finish_ok(self) -> None:
-        self._end()
 
     def finish_error(self, kind: str) -> None:
         self.set("error.type", kind)
@@ -379,8 +377,15 @@ class Tracer:
         except Exception as exc:
             _fail_open("recording cost", exc)
 
-    def run_span(self, model: Model, run_id: str | None = None) -> _Span:
-        """The span of one agent invocation (a child of the current context, e.g. a tool span)."""
+    def run_span(
+        self,
+        model: Model,
+        run_id: str | None = None,
+        correlation: RunCorrelation | None = None,
+        parent: Any = None,
+    ) -> _Span:
+        """The span of one agent invocation: a child of `parent` (an OpenTelemetry `Context`), else
+        of the current context (e.g. a tool span)."""
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self.agent_name,
@@ -388,8 +393,10 @@ class Tracer:
             "gen_ai.provider.name": model.provider_name,
         }
         if run_id is not None:
-            attributes["ferrule.run.id"] = run_id
-        return self._start(f"invoke_agent {self.agent_name}", attributes, None, "INTERNAL", False)
+            attributes["ferrule.run.id"] = attributes["ferrule.agent.run.id"] = run_id
+        if correlation is not None:
+            attributes.update(correlation.span_attributes())
+        return self._start(f"invoke_agent {self.agent_name}", attributes, parent, "INTERNAL", False)
 
     def model_span(self, model: Model, call: ModelCall, parent: Any) -> _Span:
         """The span of one model request."""

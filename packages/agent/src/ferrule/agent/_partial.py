@@ -84,7 +84,7 @@ class JsonPrefix:
             self._state = _DONE
         self._safe(end)
 
-    def _advance(self) -> None:
+    def _advance(self) -> None:  # noqa: C901 - one pass of a per-character state machine; a helper per state costs a call per character
         text = self._text
         i = self._scan
         n = len(text)

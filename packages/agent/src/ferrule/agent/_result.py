@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from typing_extensions import TypeVar
 
@@ -151,12 +150,10 @@ class StreamedRunResult(Generic[OutputT]):
         self,
         run: Run,
         receive: MemoryObjectReceiveStream[Any],
-        task_group: TaskGroup,
         errors: list[BaseException],
     ) -> None:
         self._run = run
         self._receive = receive
-        self._task_group = task_group
         self._errors = errors
         self._finished = False
         self._cancelled = False

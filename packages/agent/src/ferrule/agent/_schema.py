@@ -84,6 +84,14 @@ def is_object_schema(schema: dict[str, Any]) -> bool:
 # --- example values (TestModel) ------------------------------------------------------------------
 
 
+_FORMAT_EXAMPLES: dict[str, str] = {
+    "date-time": "2024-01-01T00:00:00Z",
+    "date": "2024-01-01",
+    "time": "00:00:00",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+}
+
+
 def example_value(schema: dict[str, Any], defs: dict[str, Any] | None = None, depth: int = 0) -> Any:
     """A small value that satisfies common schemas: required properties, minimum lengths, enums."""
     if defs is None:
@@ -122,17 +130,9 @@ def example_value(schema: dict[str, Any], defs: dict[str, Any] | None = None, de
         count = int(schema.get("minItems", 0))
         return [example_value(items, defs, depth + 1) for _ in range(count)]
     if kind == "string":
-        length = int(schema.get("minLength", 1))
         fmt = schema.get("format")
-        if fmt == "date-time":
-            return "2024-01-01T00:00:00Z"
-        if fmt == "date":
-            return "2024-01-01"
-        if fmt == "time":
-            return "00:00:00"
-        if fmt == "uuid":
-            return "00000000-0000-4000-8000-000000000000"
-        return "a" * max(length, 1)
+        example = _FORMAT_EXAMPLES.get(fmt) if isinstance(fmt, str) else None
+        return example or "a" * max(int(schema.get("minLength", 1)), 1)
     if kind == "integer":
         return int(_lower_bound(schema, 0))
     if kind == "number":

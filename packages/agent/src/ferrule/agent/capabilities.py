@@ -111,8 +111,9 @@ class Capability(Generic[DepsT]):
         id: str | None = None,
         *,
         description: str | None = None,
-        tools: Sequence[Tool[DepsT] | Callable[..., Any]] = (),
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
+        # `None`, not `()`: with an empty-tuple default pyright leaves DepsT unknown instead of its default.
+        tools: Sequence[Tool[DepsT] | Callable[..., Any]] | None = None,
+        toolsets: Sequence[AbstractToolset[DepsT]] | None = None,
         instructions: str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None = None,
         hooks: Sequence[Hook] = (),
         tool_policies: Sequence[ToolPolicy] = (),
@@ -139,9 +140,9 @@ class Capability(Generic[DepsT]):
         """Stable identifier (required for on-demand capabilities, dependencies and conflicts)."""
         self.description = description
         """One line for the on-demand catalog."""
-        self.tools: list[Tool[DepsT]] = [as_tool(t) for t in tools]
+        self.tools: list[Tool[DepsT]] = [as_tool(t) for t in tools or ()]
         """Tools contributed while active."""
-        self.toolsets = list(toolsets)
+        self.toolsets = list(toolsets or ())
         """Toolsets contributed while active (entered when the capability activates)."""
         items: Sequence[Any] = (
             ()

@@ -43,6 +43,8 @@ from ferrule.core.messages import ModelResponse, RetryPromptPart, ToolCallPart, 
 from ferrule.core.model import ModelCall
 from ferrule.core.usage import RunUsage
 
+from .correlation import RunCorrelation
+
 __all__ = ["Hook", "HookEvent", "HookEventKind"]
 
 HookEventKind: TypeAlias = Literal[
@@ -101,6 +103,8 @@ class HookEvent(msgspec.Struct, frozen=True, kw_only=True):
     """The failure (`*_error`); for a rejected output, the `ModelRetry` sent back."""
     usage: RunUsage | None = None
     """The run's usage so far (`run_end`, `run_error`)."""
+    correlation: RunCorrelation | None = None
+    """The orchestration the run belongs to (`run_start`), when the run was given `correlation=`."""
 
 
 Hook: TypeAlias = Callable[[HookEvent], None]

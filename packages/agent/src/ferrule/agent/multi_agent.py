@@ -24,6 +24,10 @@ Limits (`MultiAgentLimits`): `max_depth` bounds delegate/subagent nesting (hando
 depth), `max_runs` counts starts, and `usage_limits` caps cumulative requests, tool calls, tokens
 and nano-USD cost; each run's own limits are tightened to what remains. One session is for one
 execution tree driven from one task at a time.
+
+Every run gets a `RunCorrelation` with the session ID, the transition, its depth, its run index and
+the target agent's name (on top of a `correlation=` you pass: its run and node IDs are kept), and
+the session's `trace_parent`, so hooks and OpenTelemetry can rebuild the tree.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from ferrule.core.usage import RunUsage, UsageLimitExceeded, UsageLimits
 
 from ._context import RunContext
 from .capabilities import Capability, CapabilityLayer
+from .correlation import RunCorrelation
 from .exceptions import AgentRunError, RunCancelledError, RunTimeoutError, run_state_of
 
 if TYPE_CHECKING:
@@ -136,6 +141,7 @@ class Session:
         limits: MultiAgentLimits | None = None,
         timeout: float | None = None,
         session_id: str | None = None,
+        trace_parent: Any = None,
     ) -> None:
         if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
             raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -143,6 +149,8 @@ class Session:
         """The tree's limits."""
         self.session_id = session_id or os.urandom(16).hex()
         """A stable identifier of the tree."""
+        self.trace_parent = trace_parent
+        """An OpenTelemetry `Context` every run of the tree is started under (`None`: the current one)."""
         self.usage = RunUsage(cost_nano_usd=0)
         """Cumulative usage of every run (cost becomes `None` once any run's cost is unknown)."""
         self.runs = 0
@@ -355,8 +363,8 @@ class Scope:
             raise UserError(f"context must be 'shared' or 'isolated', got {context!r}")
         session = self.session
         depth = self.depth if transition == "handoff" else self.depth + 1
-        session._check_before(transition, depth, agent.name)
-        session._start_clock()
+        session._check_before(transition, depth, agent.name)  # pyright: ignore[reportPrivateUsage]
+        session._start_clock()  # pyright: ignore[reportPrivateUsage]
         deadlines = [d for d in (session.deadline, self.deadline) if d is not None]
         if deadlines:
             remaining = min(deadlines) - anyio.current_time()
@@ -376,10 +384,21 @@ class Scope:
             layers.append(CapabilityLayer("subagent" if transition == "subagent" else "nested", capabilities))
         session.runs += 1
         index = session.runs
+        given: RunCorrelation | None = run_options.pop("correlation", None)
+        run_options["correlation"] = msgspec.structs.replace(
+            given or RunCorrelation(run_id=session.session_id),
+            session_id=session.session_id,
+            transition=transition,
+            depth=depth,
+            run_index=index,
+            target_name=agent.name,
+        )
+        if run_options.get("trace_parent") is None and session.trace_parent is not None:
+            run_options["trace_parent"] = session.trace_parent
         scope = Scope(session, depth=depth, deps=run_deps, messages=list(history), inherited=self.inherited)
         token = _CURRENT.set(scope)
         cancel_scope = anyio.CancelScope()
-        session._scopes.add(cancel_scope)
+        session._scopes.add(cancel_scope)  # pyright: ignore[reportPrivateUsage]
         result: AgentRunResult[Any] | None = None
         try:
             with cancel_scope:
@@ -388,7 +407,7 @@ class Scope:
                     deps=run_deps,
                     message_history=history or None,
                     timeout=timeout,
-                    usage_limits=session._limits_for(usage_limits or agent.usage_limits),
+                    usage_limits=session._limits_for(usage_limits or agent.usage_limits),  # pyright: ignore[reportPrivateUsage]
                     capability_layers=layers,
                     **run_options,
                 )
@@ -405,10 +424,10 @@ class Scope:
                     error=type(exc).__name__,
                 )
             )
-            session._after(state.usage if state is not None else None)
+            session._after(state.usage if state is not None else None)  # pyright: ignore[reportPrivateUsage]
             raise
         finally:
-            session._scopes.discard(cancel_scope)
+            session._scopes.discard(cancel_scope)  # pyright: ignore[reportPrivateUsage]
             _CURRENT.reset(token)
         if result is None:  # the cancel scope swallowed a session-wide cancellation
             session.records.append(
@@ -434,7 +453,7 @@ class Scope:
             )
         )
         try:
-            session._after(result.usage())
+            session._after(result.usage())  # pyright: ignore[reportPrivateUsage]
         except UsageLimitExceeded:
             raise
         return result

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeAlias, cast
 
 import msgspec
@@ -263,24 +263,8 @@ class FunctionModel(Model):
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
         if self.stream_function is None:
             response = await self._request(call)
-            builder = ResponseBuilder()
-            for index, part in enumerate(response.parts):
-                if isinstance(part, TextPart):
-                    for event in builder.text(part.content, key=index):
-                        yield event
-                elif isinstance(part, ToolCallPart):
-                    for event in builder.tool_call(
-                        key=index, tool_name=part.tool_name, args=part.args, tool_call_id=part.tool_call_id
-                    ):
-                        yield event
-                elif isinstance(part, ThinkingPart):
-                    for event in builder.thinking(part.content, key=index, signature=part.signature):
-                        yield event
-                else:
-                    for event in builder.add(part, key=index):
-                        yield event
-                for event in builder.end(index):
-                    yield event
+            for event in _replay(response):
+                yield event
             yield ResponseCompleted(response)
             return
         builder = ResponseBuilder()
@@ -323,6 +307,23 @@ class FunctionModel(Model):
         )
         response.usage = _estimate_usage(call.messages, response)
         yield ResponseCompleted(response)
+
+
+def _replay(response: ModelResponse) -> Iterator[ModelStreamEvent]:
+    """The part events of a buffered `response`, as a stream would have delivered them."""
+    builder = ResponseBuilder()
+    for index, part in enumerate(response.parts):
+        if isinstance(part, TextPart):
+            yield from builder.text(part.content, key=index)
+        elif isinstance(part, ToolCallPart):
+            yield from builder.tool_call(
+                key=index, tool_name=part.tool_name, args=part.args, tool_call_id=part.tool_call_id
+            )
+        elif isinstance(part, ThinkingPart):
+            yield from builder.thinking(part.content, key=index, signature=part.signature)
+        else:
+            yield from builder.add(part, key=index)
+        yield from builder.end(index)
 
 
 _EMPTY_USAGE = RequestUsage()

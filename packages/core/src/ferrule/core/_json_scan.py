@@ -306,7 +306,7 @@ def check(
     )
 
 
-def _scan(
+def _scan(  # noqa: C901 - the hot scan loop; helpers would cost a call per token
     text: bytes | bytearray,
     original: bytes | bytearray,
     checks: Plan,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import UnsupportedFeatureError
 from .messages import (
@@ -20,6 +20,11 @@ from .model import JsonObjectOutput, JsonSchemaOutput
 if TYPE_CHECKING:
     from .model import ModelCall
     from .profile import ContentKind, ModelProfile
+    from .settings import ModelSettings
+
+
+class _Fail(Protocol):
+    def __call__(self, feature: str, hint: str | None = None) -> None: ...
 
 
 def _binary_kind(media_type: str) -> ContentKind:
@@ -36,6 +41,12 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
     def fail(feature: str, hint: str | None = None) -> None:
         raise UnsupportedFeatureError(feature, model=model, hint=hint)
 
+    _check_features(profile, call, fail)
+    _check_settings(profile, call.settings, fail)
+    _check_content(profile, call, fail)
+
+
+def _check_features(profile: ModelProfile, call: ModelCall, fail: _Fail) -> None:
     if (call.tools or call.output_tools) and not (
         profile.supports_tools or profile.tools_emulated_via_output
     ):
@@ -53,7 +64,8 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
     if len(kinds) != len(set(kinds)):
         fail("the same native tool twice", "enable each native tool once")
 
-    settings = call.settings
+
+def _check_settings(profile: ModelProfile, settings: ModelSettings, fail: _Fail) -> None:
     for name in settings.set_fields():
         if name in _CAPABILITY_SETTINGS:
             continue  # checked against the capability flags below
@@ -78,6 +90,8 @@ def check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
         allowed = ", ".join(sorted(profile.service_tiers)) or "none"
         fail(f"service_tier={settings.service_tier!r}", f"supported tiers: {allowed}")
 
+
+def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail) -> None:
     accepted = profile.content_kinds
     if accepted >= _ALL_KINDS:
         return

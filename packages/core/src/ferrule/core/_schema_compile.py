@@ -257,7 +257,7 @@ class _Checker:
             for name, item in cast("dict[str, Any]", value).items():
                 self.schema(item, f"{pointer}/{_escape(name)}", depth + 1)
 
-    def keyword(self, key: str, value: Any, pointer: str, depth: int, is_root: bool) -> None:
+    def keyword(self, key: str, value: Any, pointer: str, depth: int, is_root: bool) -> None:  # noqa: C901 - flat dispatch over JSON Schema keywords
         foreign = self.foreign.get(key)
         if foreign is not None:
             raise self.unsupported(pointer, foreign, key)
@@ -598,7 +598,7 @@ class _Translation:
         self.checks.append((keyword, function))
         return len(self.checks) - 1
 
-    def schema(self, node: Any) -> Any:
+    def schema(self, node: Any) -> Any:  # noqa: C901 - flat dispatch over JSON Schema keywords
         if isinstance(node, bool):
             return node
         out: dict[str, Any] = {}
@@ -708,23 +708,24 @@ def _generate(document: dict[str, Any], callouts: list[Callout], keywords: list[
     from fastjsonschema.draft07 import CodeGeneratorDraft07
     from fastjsonschema.ref_resolver import RefResolver
 
+    # fastjsonschema has no annotations, so pyright sees its members as unknown.
     class Generator(CodeGeneratorDraft07):
         def __init__(self, definition: Any, resolver: Any) -> None:
-            super().__init__(definition, resolver=resolver, formats={}, use_default=False, use_formats=False)
-            self._json_keywords_to_function[_CALLOUT] = self.generate_ferrule_checks
+            super().__init__(definition, resolver=resolver, formats={}, use_default=False, use_formats=False)  # pyright: ignore[reportUnknownMemberType]
+            self._json_keywords_to_function[_CALLOUT] = self.generate_ferrule_checks  # pyright: ignore[reportUnknownMemberType]
 
         @property
         def global_state(self) -> dict[str, Any]:
-            state: dict[str, Any] = dict(cast("dict[str, Any]", super().global_state))
+            state: dict[str, Any] = dict(cast("dict[str, Any]", super().global_state))  # pyright: ignore[reportUnknownMemberType]
             state["FERRULE_CHECKS"] = callouts
             return state
 
         def generate_ferrule_checks(self) -> None:
-            indexes: list[int] = cast("dict[str, Any]", self._definition)[_CALLOUT]
+            indexes: list[int] = cast("dict[str, Any]", self._definition)[_CALLOUT]  # pyright: ignore[reportUnknownMemberType]
             for index in indexes:
-                self.l("ferrule_error = FERRULE_CHECKS[{}]({variable})", index)
-                with self.l("if ferrule_error is not None:"):
-                    self.exc("{name} ", append_to_msg="ferrule_error", rule=keywords[index])
+                self.l("ferrule_error = FERRULE_CHECKS[{}]({variable})", index)  # pyright: ignore[reportUnknownMemberType]
+                with self.l("if ferrule_error is not None:"):  # pyright: ignore[reportUnknownMemberType]
+                    self.exc("{name} ", append_to_msg="ferrule_error", rule=keywords[index])  # pyright: ignore[reportUnknownMemberType]
 
     resolver = RefResolver.from_schema(document, handlers=_NoRemoteRefs(), store={})
     generator = Generator(document, resolver)
@@ -782,7 +783,7 @@ def walk_subschemas(node: Any) -> Iterator[dict[str, Any]]:
     """Every schema object in `node` (itself included), following only schema positions."""
     if not isinstance(node, dict):
         return
-    yield node  # type: ignore[misc]
+    yield node
     for key, value in node.items():  # type: ignore[union-attr]
         if key in _SUBSCHEMA:
             yield from walk_subschemas(value)

@@ -22,6 +22,7 @@ __all__ = [
     "ContentFilterError",
     "ErrorCategory",
     "FerruleError",
+    "InvalidCredentialError",
     "MissingCredentialError",
     "ProviderConnectionError",
     "ProviderError",
@@ -91,6 +92,21 @@ class UnsupportedContentError(UnsupportedFeatureError):
         self.reason = reason
         """Why it cannot be sent, and what to do instead."""
         super().__init__(f"{kind!r} content", model=f"{provider}:{model}" if model else provider, hint=reason)
+
+
+class InvalidCredentialError(UserError):
+    """A configured credential or header value cannot be sent safely; refused before any I/O.
+
+    The message names what was wrong (a trailing newline, a non-ASCII character, too short) and
+    where, never the value itself.
+    """
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        """What was refused, e.g. `"the API key"` or `"the 'authorization' header"`."""
+        self.reason = reason
+        """Why it was refused."""
+        super().__init__(f"{what} cannot be used: {reason}")
 
 
 class UrlPolicyError(UserError):

@@ -583,9 +583,10 @@ def _rehydrate_tool_files(messages: list[Message]) -> None:
                 continue
             tool_return = cast("ToolReturnPart | NativeToolReturnPart", part)
             digests = tool_return.content_file_digests
-            if isinstance(tool_return.content, dict | list):
+            content: Any = tool_return.content
+            if isinstance(content, dict | list):
                 record = None if digests is None else frozenset(digests)
-                tool_return.content = _rehydrate(tool_return.content, record)
+                tool_return.content = _rehydrate(content, record)
             if digests is not None:
                 tool_return.content_file_digests = None
 

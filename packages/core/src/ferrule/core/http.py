@@ -24,6 +24,7 @@ import msgspec
 
 from . import bounded_json
 from .errors import ERROR_CLASSES, ErrorCategory, ProviderError
+from .redaction import REDACTED, Redactor, is_sensitive_header, redact_headers, redactor_for
 
 __all__ = [
     "MAX_REQUEST_ID_LENGTH",
@@ -42,9 +43,6 @@ __all__ = [
     "redact_text",
     "request_id_from_headers",
 ]
-
-REDACTED: Final = "<redacted>"
-"""What replaces a credential in headers, messages and captured bodies."""
 
 REQUEST_ID_HEADERS: Final = (
     "x-request-id",
@@ -192,64 +190,12 @@ def _parse_http_date(value: str) -> float | None:
     return parsed.timestamp()
 
 
-_SENSITIVE_NAMES: Final = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie"}
-)
-_SENSITIVE_PARTS: Final = ("token", "secret", "key", "auth", "password", "cookie", "credential", "signature")
-
-
-def is_sensitive_header(name: str) -> bool:
-    """Whether a header with this name conventionally carries a credential (and must be redacted)."""
-    lower = name.lower()
-    return lower in _SENSITIVE_NAMES or any(part in lower for part in _SENSITIVE_PARTS)
-
-
-def redact_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Headers for logs and diagnostics: lower-case names, credential-like values replaced by `<redacted>`."""
-    items = cast("Mapping[str, str]", headers).items() if isinstance(headers, Mapping) else headers
-    result: dict[str, str] = {}
-    for name, value in items:
-        lower = name.lower()
-        shown = REDACTED if is_sensitive_header(lower) else value
-        result[lower] = f"{result[lower]}, {shown}" if lower in result else shown
-    return result
-
-
-_MIN_SECRET_LENGTH: Final = 8
-_TOKEN_PATTERN = re.compile(
-    r"(?P<scheme>\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|xai-[A-Za-z0-9]{20,}|gsk_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})"
-)
-
-
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with each configured secret, bearer tokens and well-known API-key shapes replaced.
+    """`text` with each configured secret (in every form a `Redactor` matches), bearer tokens and well-known API-key shapes replaced.
 
-    Secrets shorter than 8 characters are not searched for: they would match ordinary words, and
-    they are not real credentials (local servers that accept any key).
+    Secrets shorter than `MIN_SECRET_CHARS` (4) are not searched for: they would match ordinary words.
     """
-    for secret in secrets:
-        if len(secret) >= _MIN_SECRET_LENGTH and secret in text:
-            text = text.replace(secret, REDACTED)
-    return _TOKEN_PATTERN.sub(_redact_match, text)
-
-
-def _redact_match(match: re.Match[str]) -> str:
-    return (match.group("scheme") or "") + REDACTED
-
-
-def _redact_prefix(text: str, secrets: Iterable[str], complete: bool) -> str:
-    """Redact a body prefix; when it is cut, also hide a partial secret at its very end."""
-    text = redact_text(text, secrets)
-    if complete:
-        return text
-    for secret in secrets:
-        if len(secret) < _MIN_SECRET_LENGTH:
-            continue
-        for size in range(min(len(secret) - 1, len(text)), 3, -1):
-            if text.endswith(secret[:size]):
-                return text[:-size] + REDACTED
-    return text
+    return redactor_for(tuple(secrets)).text(text)
 
 
 def request_id_from_headers(headers: Mapping[str, str]) -> str | None:
@@ -359,6 +305,7 @@ def error_from_response(
     policy: ErrorBodyPolicy | None = None,
     parsed: tuple[str | None, str | None] | None = None,
     secrets: Iterable[str] = (),
+    redactor: Redactor | None = None,
     body_complete: bool = True,
     category: ErrorCategory | None = None,
     now: float | None = None,
@@ -369,16 +316,20 @@ def error_from_response(
     `parse_error_body` when omitted); `category` overrides `classify_status`. The message and code
     are always redacted and capped; the body is kept only when `policy.capture` is set, as a redacted
     prefix of at most `policy.max_bytes` bytes. `body_complete=False` says `body` is itself a prefix.
+    Redaction uses `redactor`, or one built from `secrets`; it covers the message, code, request ID,
+    the redirect location and the captured body.
     """
     policy = policy or ErrorBodyPolicy()
-    secrets = tuple(secrets)
+    if redactor is None:
+        redactor = redactor_for(tuple(secrets))
     code, provider_message = parsed if parsed is not None else parse_error_body(body)
     category = category or classify_status(status)
     retry_after = _retry_after(headers, now)
     if code is not None:
-        code = redact_text(code, secrets)[: policy.max_code_chars]
+        code = redactor.text(code)[: policy.max_code_chars]
     if provider_message:
-        message = redact_text(provider_message, secrets)
+        # Redacted before it is cut, so a cut can never leave part of a secret behind.
+        message = redactor.text(provider_message)
         if len(message) > policy.max_message_chars:
             message = message[: policy.max_message_chars] + "…"
     else:
@@ -387,19 +338,20 @@ def error_from_response(
     hint = _hint(category, status, retry_after)
     if 300 <= status < 400:
         location = headers.get("location")
+        shown = redactor.url(location) if location else None
         hint = "redirects are never followed; set base_url to the final URL" + (
-            f" (the server redirected to {_redact_location(location)})" if location else ""
+            f" (the server redirected to {shown})" if shown else ""
         )
-        if location:
-            details = {"location": _redact_location(location)}
+        if shown:
+            details = {"location": shown}
     if hint:
         message = f"{message}; {hint}"
     captured: str | None = None
     truncated = False
     if policy.capture:
         truncated = len(body) > policy.max_bytes or not body_complete
-        captured = _redact_prefix(body[: policy.max_bytes].decode("utf-8", "replace"), secrets, not truncated)
-    return ERROR_CLASSES[category](
+        captured = redactor.prefix(body[: policy.max_bytes].decode("utf-8", "replace"), not truncated)
+    error = ERROR_CLASSES[category](
         message,
         provider_name=provider_name,
         model_name=model_name,
@@ -411,6 +363,9 @@ def error_from_response(
         body_truncated=truncated,
         details=details,
     )
+    # The request ID (a header the server chose) and everything else the error holds.
+    redactor.scrub(error)
+    return error
 
 
 def _retry_after(headers: Mapping[str, str], now: float | None) -> float | None:
@@ -438,10 +393,3 @@ def _hint(category: ErrorCategory, status: int, retry_after: float | None) -> st
     if status == 404:
         return "check base_url and the model name"
     return None
-
-
-def _redact_location(location: str) -> str:
-    # Imported here: url_policy imports httpx2, which this module otherwise does not need.
-    from .url_policy import redact_url
-
-    return redact_url(location)

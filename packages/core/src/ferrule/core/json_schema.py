@@ -212,9 +212,7 @@ def _normalize(schema: SchemaInput) -> tuple[bytes, Any, Any]:
     else:
         value = schema
     if not isinstance(value, (Mapping, bool)):
-        raise InvalidJsonSchemaError(
-            f"a schema must be an object or a boolean, not {type(value).__name__}"  # type: ignore[union-attr]
-        )
+        raise InvalidJsonSchemaError(f"a schema must be an object or a boolean, not {type(value).__name__}")
     try:
         canonical = msgspec.json.encode(value, order="sorted")
     except RecursionError:
@@ -224,7 +222,7 @@ def _normalize(schema: SchemaInput) -> tuple[bytes, Any, Any]:
     except (TypeError, msgspec.EncodeError) as exc:
         raise InvalidJsonSchemaError(f"the schema is not plain JSON data: {exc}") from None
     try:
-        bounded_json._preflight(bounded_json._as_buffer(canonical, limits), limits)
+        bounded_json._preflight(bounded_json._as_buffer(canonical, limits), limits)  # pyright: ignore[reportPrivateUsage]
     except bounded_json.JsonLimitError as exc:
         raise InvalidJsonSchemaError(f"the schema is too large: {exc}") from exc
     return canonical, msgspec.json.decode(canonical), cast("Any", value)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -996,9 +996,3 @@ def replay_args(args: str | dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(decoded, dict):
         return decoded  # pyright: ignore[reportUnknownVariableType]
     return {"_raw_arguments": args}
-
-
-def iter_parts(messages: Sequence[Message]) -> Iterator[ModelRequestPart | ModelResponsePart]:
-    """Iterate every part of every message, in order."""
-    for message in messages:
-        yield from message.parts

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -29,6 +29,9 @@ from .errors import ResponseDecodeError
 from .messages import Message, ModelResponse, ModelResponsePart
 from .profile import ModelProfile, NativeToolKind
 from .settings import ModelSettings
+
+if TYPE_CHECKING:
+    from .redaction import Redactor
 
 __all__ = [
     "JsonObjectOutput",
@@ -251,6 +254,15 @@ class Model(abc.ABC):
         """`provider:model`, for messages and telemetry."""
         return f"{self.provider_name}:{self.model_name}"
 
+    @property
+    def redactor(self) -> Redactor | None:
+        """What every error leaving `request` and `stream` is scrubbed with; `None` for none.
+
+        A client on a [`Provider`][ferrule.core.provider.Provider] returns the provider's, so that
+        errors its codec builds from in-band error bodies and stream events never show a credential.
+        """
+        return None
+
     def check(self, call: ModelCall) -> None:
         """Raise `UnsupportedFeatureError` if `call` asks for something the profile lacks."""
         self.profile.check(call, model=self.system)
@@ -274,6 +286,9 @@ class Model(abc.ABC):
                 if isinstance(event, ResponseCompleted):
                     completed = True
                 yield event
+        except Exception as exc:
+            self._scrub(exc)
+            raise
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -288,7 +303,16 @@ class Model(abc.ABC):
     async def request(self, call: ModelCall) -> ModelResponse:
         """Make one buffered request. Checks the call before any I/O."""
         self.check(call)
-        return await self._request(call)
+        try:
+            return await self._request(call)
+        except Exception as exc:
+            self._scrub(exc)
+            raise
+
+    def _scrub(self, exc: Exception) -> None:
+        redactor = self.redactor
+        if redactor is not None:
+            redactor.scrub(exc)
 
     @abc.abstractmethod
     def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:

@@ -19,9 +19,9 @@ import functools
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeAlias, TypedDict, TypeVar
 
 import anyio
 import httpx2
@@ -36,6 +36,7 @@ from .errors import (
     ResponseDecodeError,
     ResponseTooLargeError,
     UrlPolicyError,
+    UserError,
 )
 from .http import (
     ErrorBodyPolicy,
@@ -43,11 +44,17 @@ from .http import (
     HttpResponse,
     Timeouts,
     error_from_response,
-    is_sensitive_header,
     parse_error_body,
-    redact_headers,
-    redact_text,
     request_id_from_headers,
+)
+from .redaction import (
+    HTTP_LOGGERS,
+    Redactor,
+    check_credential,
+    check_header_value,
+    is_sensitive_header,
+    is_sensitive_param,
+    redact_logs_of,
 )
 from .sse import SseEvent, SseParser
 from .url_policy import UrlPolicy, redact_url, url_origin
@@ -55,7 +62,7 @@ from .url_policy import UrlPolicy, redact_url, url_origin
 if TYPE_CHECKING:
     from .model import ModelCall
 
-__all__ = ["Provider", "ProviderOptions", "QueryParams", "RequestOptions"]
+__all__ = ["Provider", "ProviderOptions", "QueryParams", "RequestOptions", "redacts_errors"]
 
 _log = logging.getLogger("ferrule.core.http")
 
@@ -65,6 +72,27 @@ _CLOSE_TIMEOUT = 5.0
 
 QueryParams: TypeAlias = Mapping[str, str | int | float | bool | None]
 """Query parameters of a request."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_ProviderT = TypeVar("_ProviderT", bound="Provider")
+
+
+def redacts_errors(
+    method: Callable[Concatenate[_ProviderT, _P], Coroutine[Any, Any, _T]],
+) -> Callable[Concatenate[_ProviderT, _P], Coroutine[Any, Any, _T]]:
+    """Make any error leaving a provider's async method go through the provider's `redactor`.
+
+    For the methods that parse what a request returned (model listings, file records): their errors
+    may quote the response, and a response may echo the credential.
+    """
+
+    @functools.wraps(method)
+    async def scrubbed(self: _ProviderT, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with self.redactor:
+            return await method(self, *args, **kwargs)
+
+    return scrubbed
 
 
 class ProviderOptions(TypedDict, total=False):
@@ -145,13 +173,19 @@ class Provider:
         self.base_url: str = str(parsed).rstrip("/")
         """The API root; request paths are appended to it."""
         self._origin = url_origin(parsed)
+        if api_key:
+            # Before any I/O: a key with a newline or a non-ASCII character would otherwise fail
+            # inside the HTTP client, in an error that shows it.
+            check_credential(api_key)
         self._api_key = api_key
         fixed: dict[str, str] = {}
         for name, value in (headers or {}).items():
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+            if "\r" in name or "\n" in name:
                 raise ValueError(f"header {name!r} contains a line break")
+            check_header_value(name, value)
             fixed[name.lower()] = value
         self._headers = fixed
+        self._redactor: tuple[tuple[str, ...], Redactor] | None = None
         self.timeouts: Timeouts = timeouts if timeouts is not None else Timeouts()
         """Default timeouts of every request; a call may pass its own."""
         self.limits: HttpLimits = limits if limits is not None else HttpLimits()
@@ -191,6 +225,19 @@ class Provider:
         values.extend(v for k, v in self._headers.items() if is_sensitive_header(k))
         values.extend(v for k, v in self._auth_headers().items() if is_sensitive_header(k))
         return tuple(values)
+
+    @property
+    def redactor(self) -> Redactor:
+        """The [`Redactor`][ferrule.core.redaction.Redactor] of this provider's credentials.
+
+        Every error this provider raises has been through it; model clients scrub the errors their
+        codecs raise with it too. Rebuilt only when `_credentials()` changes.
+        """
+        secrets = self._credentials()
+        cached = self._redactor
+        if cached is None or cached[0] != secrets:
+            cached = self._redactor = (secrets, Redactor(secrets))
+        return cached[1]
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -352,6 +399,7 @@ class Provider:
     # -- internals -------------------------------------------------------------------------------
 
     def _http_client(self) -> httpx2.AsyncClient:
+        _redact_http_logs()
         if not self._owns_client:
             assert self._client is not None
             return self._client
@@ -393,18 +441,30 @@ class Provider:
                 merged[lower] = value
                 if is_sensitive_header(lower):
                     extra_secrets.append(value)
+        if params:
+            extra_secrets.extend(
+                str(value) for name, value in params.items() if value is not None and is_sensitive_param(name)
+            )
         if content is not None and "content-type" not in merged:
             merged["content-type"] = "application/json"
         timeouts = timeouts or self.timeouts
         client = self._http_client()
-        request = client.build_request(
-            method,
-            url,
-            content=content,
-            headers=merged,
-            params=params,
-            timeout=httpx2.Timeout(None, connect=timeouts.connect),
-        )
+        try:
+            request = client.build_request(
+                method,
+                url,
+                content=content,
+                headers=merged,
+                params=params,
+                timeout=httpx2.Timeout(None, connect=timeouts.connect),
+            )
+        except UnicodeEncodeError:
+            request = None  # raised below, outside the handler: the encode error holds the value
+        if request is None:
+            raise UserError(
+                "a header of this request has a non-ASCII value and cannot be sent; "
+                "encode it (e.g. percent-encoding) before passing it"
+            )
         now = anyio.current_time()
         total = now + timeouts.total if timeouts.total is not None else math.inf
         end = total if deadline is None else min(total, deadline)
@@ -460,23 +520,30 @@ class _Call:
     @functools.cached_property
     def url(self) -> str:
         """The request URL for messages, credentials removed."""
-        return redact_url(self._url)
+        return self.redactor.url(str(self._url))
 
     @functools.cached_property
-    def secrets(self) -> tuple[str, ...]:
-        """Every credential of this call, for redaction."""
-        return (*self.provider._credentials(), *self._extra_secrets)
+    def redactor(self) -> Redactor:
+        """The provider's redactor, with this call's own credential headers and query parameters."""
+        redactor = self.provider.redactor
+        return redactor.extend(self._extra_secrets) if self._extra_secrets else redactor
+
+    def get_redactor(self) -> Redactor:
+        """`redactor`, as a callable: built only when a failure or a log record needs it."""
+        return self.redactor
 
     def fail(self, cls: type[ProviderError], message: str, **kwargs: Any) -> ProviderError:
-        """An error of class `cls` for this call, its message redacted."""
-        return cls(
-            redact_text(message, self.secrets),
+        """An error of class `cls` for this call, scrubbed of every credential."""
+        error = cls(
+            message,
             provider_name=self.provider.name,
             model_name=self.model_name,
             status_code=self.status,
             request_id=self.request_id,
             **kwargs,
         )
+        self.redactor.scrub(error)
+        return error
 
     def timeout_error(self, phase: str, limit: float | None) -> ProviderError:
         if phase in ("first_byte", "read") and limit is not None:
@@ -541,15 +608,23 @@ class _Call:
             raise self.timeout_error("total", None)
         end, limit = self.wait_deadline("first_byte")
         response: httpx2.Response | None = None
-        with anyio.CancelScope(deadline=end):
+        failure: ProviderError | None = None
+        # httpcore2 logs the response headers at DEBUG, where a server may echo the credential.
+        with anyio.CancelScope(deadline=end), Redactor.lazily_in_logs(self.get_redactor):
             try:
                 response = await self.client.send(self.request, stream=True, follow_redirects=False)
             except httpx2.HTTPError as exc:
-                raise self.transport_error(exc) from None
+                failure = self.transport_error(exc)
+        # Raised outside the handler, so that no `__context__` leads to the httpx2 error, whose
+        # request object holds the credential headers.
+        if failure is not None:
+            raise failure
         if response is None:
             raise self.timeout_error("first_byte", limit)
         self.status = response.status_code
         self.headers = _headers_dict(response.headers)
+        # A server may echo anything in a request-ID header: errors built from it are scrubbed
+        # (`fail`, `error_from_response`) and so is the debug line.
         self.request_id = request_id_from_headers(self.headers)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug(
@@ -557,8 +632,8 @@ class _Call:
                 self.request.method,
                 self.url,
                 self.status,
-                self.request_id,
-                {k: redact_text(v, self.secrets) for k, v in redact_headers(self.headers).items()},
+                self.redactor.text(self.request_id or "none"),
+                self.redactor.headers(self.headers),
             )
         return response
 
@@ -568,8 +643,8 @@ class _Call:
         # A broken or slow error body must not hide the status, which says more.
         body, complete = await reader.read_prefix(limits.max_error_body_bytes, tolerate_errors=True)
         status = response.status_code
-        parsed = self.provider._parse_error_body(status, body)
-        category = self.provider._classify_error(status, *parsed)
+        parsed = self.provider._parse_error_body(status, body)  # pyright: ignore[reportPrivateUsage]
+        category = self.provider._classify_error(status, *parsed)  # pyright: ignore[reportPrivateUsage]
         error = error_from_response(
             status,
             self.headers,
@@ -578,13 +653,13 @@ class _Call:
             model_name=self.model_name,
             policy=self.error_body,
             parsed=parsed,
-            secrets=self.secrets,
+            redactor=self.redactor,
             body_complete=complete,
             category=category,
         )
         if error.retry_after is None:
             # Some APIs (Gemini's `retryDelay`) put the wait in the body instead of a header.
-            error.retry_after = self.provider._retry_after_from_body(status, body)
+            error.retry_after = self.provider._retry_after_from_body(status, body)  # pyright: ignore[reportPrivateUsage]
         _log.debug("%s %s failed: %s", self.request.method, self.url, error)
         return error
 
@@ -624,6 +699,7 @@ class _BodyReader:
         if self._done:
             return None
         end, limit = self.call.wait_deadline("read")
+        failure: ProviderError | None = None
         with anyio.CancelScope(deadline=end):
             try:
                 return await anext(self._chunks)
@@ -631,10 +707,10 @@ class _BodyReader:
                 self._done = True
                 return None
             except httpx2.HTTPError as exc:
-                self._done = True
-                raise self.call.transport_error(exc) from None
+                failure = self.call.transport_error(exc)
         self._done = True
-        raise self.call.timeout_error("read", limit)
+        # Outside the handler: no `__context__` may lead to the httpx2 error (see `_Call.send`).
+        raise failure if failure is not None else self.call.timeout_error("read", limit)
 
     async def read_all(self, limit: int) -> bytes:
         """The whole body; `ResponseTooLargeError` before buffering more than `limit` bytes."""
@@ -650,6 +726,7 @@ class _BodyReader:
         # One cancel scope for the whole body, its deadline moved forward after every chunk, gives
         # the same per-chunk read timeout as `next()` without entering a scope per chunk.
         end, phase_limit = call.wait_deadline("read")
+        failure: ProviderError | None = None
         with anyio.CancelScope(deadline=end) as scope:
             try:
                 async for chunk in self._chunks:
@@ -660,12 +737,13 @@ class _BodyReader:
                     end, phase_limit = call.wait_deadline("read")
                     scope.deadline = end
             except httpx2.HTTPError as exc:
+                failure = call.transport_error(exc)
+            else:
                 self._done = True
-                raise call.transport_error(exc) from None
-            self._done = True
-            return parts[0] if len(parts) == 1 else b"".join(parts)
+                return parts[0] if len(parts) == 1 else b"".join(parts)
         self._done = True
-        raise call.timeout_error("read", phase_limit)
+        # Outside the handler: no `__context__` may lead to the httpx2 error (see `_Call.send`).
+        raise failure if failure is not None else call.timeout_error("read", phase_limit)
 
     async def read_prefix(self, limit: int, *, tolerate_errors: bool = False) -> tuple[bytes, bool]:
         """At most `limit` bytes of the body, and whether that is all of it.
@@ -829,6 +907,11 @@ def _loop_token() -> object:
     import trio  # only reached inside a trio run, so trio is installed
 
     return trio.lowlevel.current_trio_token()
+
+
+@functools.cache
+def _redact_http_logs() -> None:
+    redact_logs_of(HTTP_LOGGERS)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import msgspec
 import msgspec.structs
 
 from .errors import UrlPolicyError
+from .redaction import REDACTED, is_sensitive_param
 
 __all__ = ["UrlPolicy", "redact_url", "url_origin"]
 
@@ -41,7 +42,6 @@ _LOCAL_SUFFIXES: Final = (
 
 _HOST_CHARS = re.compile(r"[a-z0-9._-]+")
 _NUMERIC_LABEL = re.compile(r"(?:[0-9]+|0x[0-9a-f]*)")
-_SENSITIVE_QUERY = re.compile(r"key|token|secret|auth|sig|password|credential|session", re.IGNORECASE)
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -199,7 +199,7 @@ def redact_url(url: str | httpx2.URL) -> str:
         parsed = parsed.copy_with(username=None, password=None)
     if parsed.query:
         params = [
-            (name, "<redacted>" if _SENSITIVE_QUERY.search(name) else value)
+            (name, REDACTED if is_sensitive_param(name) else value)
             for name, value in parsed.params.multi_items()
         ]
         parsed = parsed.copy_with(params=params)

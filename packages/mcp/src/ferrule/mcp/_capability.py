@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from ferrule.agent import ModelRetry, RunContext, Tool, ToolReturn
 from ferrule.agent.toolsets import AbstractToolset
@@ -123,8 +123,11 @@ class MCPCapabilityProvider(AbstractToolset[Any]):
             for part in message.parts:
                 if isinstance(part, ToolReturnPart) and part.tool_name == self.tool_name:
                     metadata: Any = part.metadata
-                    if isinstance(metadata, dict) and isinstance(metadata.get(_LOADED), list):
-                        for sid in metadata[_LOADED]:  # pyright: ignore[reportUnknownVariableType]
+                    loaded: Any = (
+                        cast("dict[str, Any]", metadata).get(_LOADED) if isinstance(metadata, dict) else None
+                    )
+                    if isinstance(loaded, list):
+                        for sid in cast("list[Any]", loaded):
                             if isinstance(sid, str) and sid in self.servers:
                                 found[sid] = None
         return list(found)

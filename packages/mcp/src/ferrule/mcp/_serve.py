@@ -118,7 +118,7 @@ class ExposedMCPServer:
         instructions: str | None = None,
         deps: Any = None,
     ) -> None:
-        built: list[Tool[Any]] = [t if isinstance(t, Tool) else Tool(t) for t in tools]  # pyright: ignore[reportUnknownArgumentType]
+        built: list[Tool[Any]] = [t if isinstance(t, Tool) else Tool(t) for t in tools]
         if not built:
             raise UserError("an MCP server needs at least one tool")
         refused = [t.name for t in built if t.kind == "external" or t.requires_approval is not False]

@@ -245,7 +245,7 @@ async def _stop(process: anyio.abc.Process, grace: float, kill_after: float) -> 
 
 
 @contextlib.asynccontextmanager
-async def open_stdio(
+async def open_stdio(  # noqa: C901 - the reader, writer and stderr tasks are closures over one child process
     *,
     command: str,
     args: list[str],

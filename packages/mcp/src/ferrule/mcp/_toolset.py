@@ -6,14 +6,15 @@ The SDK is imported only inside the methods that connect; building a server obje
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import math
 import os
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, cast
+from types import CoroutineType, TracebackType
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeAlias, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -25,6 +26,14 @@ from ferrule.agent.toolsets import AbstractToolset
 from ferrule.core import json_schema
 from ferrule.core.errors import UrlPolicyError, UserError
 from ferrule.core.model import Model
+from ferrule.core.redaction import (
+    HTTP_LOGGERS,
+    Redactor,
+    check_credential,
+    check_header_value,
+    is_sensitive_param,
+    redact_logs_of,
+)
 
 from ._callbacks import elicitation_callback, sampling_callback, sampling_with_model
 from ._errors import (
@@ -183,6 +192,35 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_ToolsetT = TypeVar("_ToolsetT", bound="MCPToolset")
+
+
+def _scrubbed(
+    method: Callable[Concatenate[_ToolsetT, _P], CoroutineType[Any, Any, _T]],
+) -> Callable[Concatenate[_ToolsetT, _P], CoroutineType[Any, Any, _T]]:
+    """Scrub every error leaving a toolset method of the server's credentials (see `MCPToolset._scrub`).
+
+    The method also runs in the log-redaction scope: the SDK sends each request in the context of
+    the task that made it, so that is where the HTTP client logs its response.
+    """
+
+    @functools.wraps(method)
+    async def scrubbed(self: _ToolsetT, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        redactor = self.redactor
+        if redactor is None:
+            return await method(self, *args, **kwargs)
+        try:
+            with redactor.in_logs():
+                return await method(self, *args, **kwargs)
+        except Exception as exc:
+            redactor.scrub(exc)
+            raise
+
+    return scrubbed
+
+
 def _check_positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
     if value is None:
         if allow_none:
@@ -304,6 +342,8 @@ class MCPToolset(AbstractToolset[Any]):
         )
         self._elicitation = elicitation
         self._host: _Host | None = None
+        self.redactor: Redactor | None = None
+        """What keeps the server's credentials out of errors, events and logs (`None`: it has none)."""
         self.instructions: str | None = None
         """The server's own instructions from its last handshake: untrusted, never sent to a model by ferrule."""
 
@@ -317,8 +357,25 @@ class MCPToolset(AbstractToolset[Any]):
         """Extra context for connection errors (e.g. the server's standard error)."""
         return ""
 
+    def _redact(self, text: str) -> str:
+        """`text` without the server's credentials (for events and log lines)."""
+        return self.redactor.text(text) if self.redactor is not None else text
+
+    def _redacted_logs(self) -> contextlib.AbstractContextManager[None]:
+        """A scope in which the SDK's and the HTTP client's log records go through the redactor.
+
+        Entered by the connection's worker task, so every task the SDK starts for it inherits it.
+        """
+        return self.redactor.in_logs() if self.redactor is not None else contextlib.nullcontext()
+
+    def _scrub(self, exc: BaseException) -> None:
+        """Remove the server's credentials from an error in place, and cut its chain to SDK and httpx2 errors."""
+        if self.redactor is not None:
+            self.redactor.scrub(exc)
+
     # --- lifecycle --------------------------------------------------------------------------------
 
+    @_scrubbed
     async def __aenter__(self) -> Self:
         task = anyio.get_current_task().id
         host = self._host
@@ -380,6 +437,7 @@ class MCPToolset(AbstractToolset[Any]):
     # --- events -----------------------------------------------------------------------------------
 
     def _emit(self, kind: MCPEventKind, message: str, tool_name: str | None = None) -> None:
+        message = self._redact(message)
         level = (
             logging.WARNING if kind in ("unavailable", "connection_lost", "tool_excluded") else logging.INFO
         )
@@ -500,7 +558,10 @@ class MCPToolset(AbstractToolset[Any]):
         try:
             # The scope spans the whole connection (the client's task groups live inside it), so
             # the connect timeout is its deadline until the handshake is done, then lifted.
-            with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
+            with (
+                self._redacted_logs(),
+                anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope,
+            ):
                 client = self._client(session)
                 async with client:
                     scope.deadline = math.inf
@@ -522,7 +583,7 @@ class MCPToolset(AbstractToolset[Any]):
             if not started:
                 raise
             session.mark_dead(_describe(exc))
-            logger.debug("MCP server %r connection ended: %s", self.server_id, _describe(exc))
+            logger.debug("MCP server %r connection ended: %s", self.server_id, self._redact(_describe(exc)))
         finally:
             session.alive = False
             session.closed.set()
@@ -545,7 +606,9 @@ class MCPToolset(AbstractToolset[Any]):
                     self._tools_changed(session)
         except Exception as exc:
             logger.debug(
-                "MCP server %r: listening for tool changes stopped: %s", self.server_id, _describe(exc)
+                "MCP server %r: listening for tool changes stopped: %s",
+                self.server_id,
+                self._redact(_describe(exc)),
             )
 
     def _tools_changed(self, session: _Session) -> None:
@@ -676,8 +739,8 @@ class MCPToolset(AbstractToolset[Any]):
                 self._exclude(name, "the server lists two tools with this name")
                 continue
             seen.add(name)
-            schema = item.input_schema
-            if not isinstance(schema, dict) or schema.get("type") != "object":
+            schema: Any = item.input_schema
+            if not isinstance(schema, dict) or cast("dict[str, Any]", schema).get("type") != "object":
                 self._exclude(name, "its input schema is not an object schema")
                 continue
             try:
@@ -762,6 +825,7 @@ class MCPToolset(AbstractToolset[Any]):
 
     # --- calls ------------------------------------------------------------------------------------
 
+    @_scrubbed
     async def _request(self, name: str, arguments: dict[str, Any]) -> Any:
         session = await self._acquire()
         try:
@@ -777,6 +841,7 @@ class MCPToolset(AbstractToolset[Any]):
             )
         return result
 
+    @_scrubbed
     async def _invoke(
         self, name: str, exposed: str, side_effect: SideEffect, arguments: dict[str, Any]
     ) -> Any:
@@ -800,6 +865,7 @@ class MCPToolset(AbstractToolset[Any]):
         try:
             return to_tool_return(result, server_id=self.server_id, prefer_structured=self.prefer_structured)
         except MCPProtocolError as exc:
+            self._scrub(exc)
             return self._unknown(exposed, side_effect, exc)
 
     @staticmethod
@@ -822,6 +888,7 @@ class MCPToolset(AbstractToolset[Any]):
 
     # --- public API -------------------------------------------------------------------------------
 
+    @_scrubbed
     async def get_tools(self, ctx: RunContext[Any]) -> Sequence[Tool[Any]]:
         """The server's tools for the next step; `[]` (with an event) when an optional server is unavailable."""
         for attempt in range(2):
@@ -846,12 +913,14 @@ class MCPToolset(AbstractToolset[Any]):
                 return []
         return []  # pragma: no cover
 
+    @_scrubbed
     async def list_tools(self) -> list[MCPToolInfo]:
         """The server's tools as offered (after allow/deny lists and schema checks); connects if needed."""
         session = await self._acquire()
         await self._list(session)
         return list(session.infos)
 
+    @_scrubbed
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
         """Call a tool by its server name, outside any agent run, and return the raw SDK `CallToolResult`.
 
@@ -1053,7 +1122,10 @@ class MCPServerHTTP(MCPToolset):
         self.url = url
         """The endpoint."""
         secret_headers = dict(headers or {})
+        for name, value in secret_headers.items():
+            check_header_value(name, value)
         if bearer_token is not None:
+            check_credential(bearer_token, "the bearer token")
             secret_headers["Authorization"] = f"Bearer {bearer_token}"
         self._headers = secret_headers
         self._auth = auth
@@ -1063,6 +1135,10 @@ class MCPServerHTTP(MCPToolset):
         """Seconds without data before a response stream counts as dead."""
         default_id = re.sub(r"[^A-Za-z0-9_-]+", "_", parsed.host or "mcp").strip("_")[:64] or "mcp"
         super().__init__(id=id or default_id, **options)
+        # Every header value is secret here (`header_names` shows only names), and so is a
+        # credential-like query parameter of the URL.
+        query_secrets = [v for k, v in parsed.params.multi_items() if is_sensitive_param(k)]
+        self.redactor = Redactor([*secret_headers.values(), *query_secrets])
 
     @property
     def header_names(self) -> list[str]:
@@ -1076,6 +1152,10 @@ class MCPServerHTTP(MCPToolset):
         from ._watch import Watch, watched
 
         self.url_policy.check(self.url)
+        # At DEBUG the SDK logs every message and httpcore2 every response header; a server may echo
+        # the token in either. The SDK's modules are loaded by now, so their loggers exist.
+        sdk_loggers = [name for name in logging.root.manager.loggerDict if name.split(".", 1)[0] == "mcp"]
+        redact_logs_of([*HTTP_LOGGERS, *sdk_loggers])
         client = make_http_client(
             policy=self.url_policy,
             headers=self._headers,

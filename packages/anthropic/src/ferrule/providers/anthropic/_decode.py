@@ -680,7 +680,7 @@ def _finish_part(part: ModelResponsePart, state: _Block) -> None:
             except bounded_json.JsonError:
                 decoded = None  # kept as raw text: the agent answers invalid arguments with a retry
             if isinstance(decoded, dict):
-                part.args = decoded  # pyright: ignore[reportUnknownMemberType]
+                part.args = decoded
 
 
 def decode_stream(

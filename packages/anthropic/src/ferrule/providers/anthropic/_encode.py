@@ -649,7 +649,7 @@ class _Encoder:
 
     # -- responses --------------------------------------------------------------------------------
 
-    def _response(self, message: ModelResponse) -> None:
+    def _response(self, message: ModelResponse) -> None:  # noqa: C901 - exhaustive match over every part/event kind
         replay = replayable_to(message, PROVIDER_NAME)
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
@@ -770,8 +770,9 @@ def _native_result_block(part: NativeToolReturnPart) -> dict[str, Any] | None:
     block_type = f"{wire}_tool_result" if isinstance(wire, str) else None
     if block_type is None:
         block_type = _RESULT_TYPE.get(part.tool_name)
-        if part.tool_name == "code_execution" and isinstance(part.content, dict):
-            inner = cast("dict[str, Any]", part.content).get("type")
+        result: Any = part.content
+        if part.tool_name == "code_execution" and isinstance(result, dict):
+            inner = cast("dict[str, Any]", result).get("type")
             for prefix in ("bash_code_execution", "text_editor_code_execution"):
                 if isinstance(inner, str) and inner.startswith(prefix):
                     block_type = f"{prefix}_tool_result"

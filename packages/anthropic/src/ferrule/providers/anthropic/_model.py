@@ -12,6 +12,7 @@ from ferrule.core.messages import ModelResponse
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import RequestOptions
+from ferrule.core.redaction import Redactor
 from ferrule.core.settings import ModelSettings, validate_request_headers
 
 from ._decode import StreamDecoder, decode_response
@@ -79,6 +80,11 @@ class AnthropicModel(Model):
     def provider(self) -> AnthropicProvider:
         """The provider this model sends its requests through."""
         return self._provider
+
+    @property
+    def redactor(self) -> Redactor:
+        """The provider's redactor: every error leaving `request` and `stream` is scrubbed with it."""
+        return self._provider.redactor
 
     def encode(self, call: ModelCall, *, stream: bool) -> EncodedRequest:
         """The request this model would send for `call` (checked against the profile first)."""

@@ -15,7 +15,7 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.errors import ErrorCategory, MissingCredentialError, ResponseDecodeError, UserError
 from ferrule.core.messages import UploadedFile
-from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 
 from ._decode import ERROR_CATEGORIES
 from ._encode import BETA_FILES_API, PROVIDER_NAME
@@ -177,6 +177,7 @@ class AnthropicProvider(Provider):
 
     # -- model discovery --------------------------------------------------------------------------
 
+    @redacts_errors
     async def list_models(self) -> list[AnthropicModelInfo]:
         """The models this API key can use (`GET /v1/models`, every page within `discovery_limits`)."""
         models: list[AnthropicModelInfo] = []
@@ -198,6 +199,7 @@ class AnthropicProvider(Provider):
 
     # -- Files API --------------------------------------------------------------------------------
 
+    @redacts_errors
     async def upload_file(
         self,
         data: bytes,
@@ -236,6 +238,7 @@ class AnthropicProvider(Provider):
         )
         return self._file(response.content, expected_id=None)
 
+    @redacts_errors
     async def get_file(self, file: AnthropicFile | UploadedFile) -> AnthropicFile:
         """The current metadata of a stored file."""
         file_id = self._file_id(file)
@@ -244,6 +247,7 @@ class AnthropicProvider(Provider):
         )
         return self._file(response.content, expected_id=file_id)
 
+    @redacts_errors
     async def delete_file(self, file: AnthropicFile | UploadedFile) -> None:
         """Delete a stored file."""
         file_id = self._file_id(file)
@@ -254,6 +258,7 @@ class AnthropicProvider(Provider):
         if deleted.id != file_id or deleted.type != "file_deleted":
             raise self._bad_response(f"the deletion of {file_id!r} was not acknowledged")
 
+    @redacts_errors
     async def download_file(self, file: AnthropicFile | UploadedFile) -> bytes:
         """The content of a downloadable file (one created by a tool, e.g. code execution).
 
@@ -271,6 +276,7 @@ class AnthropicProvider(Provider):
         )
         return response.content
 
+    @redacts_errors
     async def list_files(self) -> list[AnthropicFile]:
         """Every stored file (every page within `discovery_limits`)."""
         files: list[AnthropicFile] = []

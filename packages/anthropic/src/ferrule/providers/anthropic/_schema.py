@@ -35,10 +35,10 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)  # pyright: ignore[reportUnknownArgumentType]
+    return str(value)
 
 
-def _node(raw: Any, depth: int, where: str) -> dict[str, Any]:
+def _node(raw: Any, depth: int, where: str) -> dict[str, Any]:  # noqa: C901 - flat dispatch over JSON Schema keywords
     if depth > _MAX_DEPTH:
         raise UserError(f"JSON schema at {where} is nested deeper than {_MAX_DEPTH} levels")
     if not isinstance(raw, dict):

@@ -3,7 +3,7 @@
 ```python
 from ferrule.providers.google import GoogleModel, GoogleProvider
 
-model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="..."))
+model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="AIza..."))
 ```
 
 `import ferrule.providers.google` is cheap: names load on first use. The wire codec is the public

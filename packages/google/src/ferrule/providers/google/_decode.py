@@ -28,7 +28,7 @@ import base64
 import binascii
 import re
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import (
@@ -95,7 +95,7 @@ FINISH_REASONS: Final[dict[str, FinishReason]] = {
 }
 """Gemini's `finishReason` values and their neutral meaning; an unknown value means `"other"`."""
 
-_STATUS_CATEGORIES: Final = {
+STATUS_CATEGORIES: Final = {
     "RESOURCE_EXHAUSTED": ErrorCategory.RATE_LIMIT,
     "UNAVAILABLE": ErrorCategory.SERVER,
     "INTERNAL": ErrorCategory.SERVER,
@@ -113,6 +113,7 @@ _STATUS_CATEGORIES: Final = {
     "UNIMPLEMENTED": ErrorCategory.BAD_REQUEST,
     "CANCELLED": ErrorCategory.SERVER,
 }
+"""Google API error `status` values and the category each means (used for in-band stream errors too)."""
 
 _TOOL_TYPES: Final = {
     "GOOGLE_SEARCH_WEB": "web_search",
@@ -147,8 +148,8 @@ def category_for_status(
         and ("not valid" in message or "invalid" in message or "expired" in message)
     ):
         return ErrorCategory.AUTH
-    if status is not None and status in _STATUS_CATEGORIES:
-        return _STATUS_CATEGORIES[status]
+    if status is not None and status in STATUS_CATEGORIES:
+        return STATUS_CATEGORIES[status]
     if code is not None and not 200 <= code < 300:
         return classify_status(code)
     return ErrorCategory.SERVER
@@ -629,19 +630,19 @@ class StreamDecoder:
         events: list[ModelStreamEvent] = []
         grounding = self._candidate_details.get("grounding_metadata")
         if isinstance(grounding, dict):
-            queries = grounding.get("webSearchQueries")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            queries = cast("dict[str, Any]", grounding).get("webSearchQueries")
             if isinstance(queries, list) and queries:
+                chunks: Any = cast("dict[str, Any]", grounding).get("groundingChunks") or []
                 events.extend(
-                    self._synthetic_pair(
-                        "web_search", {"queries": queries}, grounding.get("groundingChunks") or []
-                    )  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+                    self._synthetic_pair("web_search", {"queries": cast("list[Any]", queries)}, chunks)
                 )
         url_context = self._candidate_details.get("url_context_metadata")
         if isinstance(url_context, dict):
-            entries = url_context.get("urlMetadata")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            entries = cast("dict[str, Any]", url_context).get("urlMetadata")
             if isinstance(entries, list) and entries:
-                urls = [e.get("retrievedUrl") for e in entries if isinstance(e, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-                events.extend(self._synthetic_pair("url_context", {"urls": urls}, entries))  # pyright: ignore[reportUnknownArgumentType]
+                items = cast("list[Any]", entries)
+                urls = [cast("dict[str, Any]", e).get("retrievedUrl") for e in items if isinstance(e, dict)]
+                events.extend(self._synthetic_pair("url_context", {"urls": urls}, items))
         return events
 
     def _synthetic_pair(self, tool: str, args: dict[str, Any], content: Any) -> list[ModelStreamEvent]:

@@ -382,7 +382,7 @@ class _Encoder:
         result = {"functionResponse": {"name": part.tool_name, "id": part.tool_call_id, "response": response}}
         return [result, *extra]
 
-    def _response(self, message: ModelResponse) -> None:
+    def _response(self, message: ModelResponse) -> None:  # noqa: C901 - exhaustive match over every part/event kind
         replay = replayable_to(message, self.options.provider_name, self.options.model_name)
         parts: list[dict[str, Any]] = []
         for part in message.parts:

@@ -13,6 +13,7 @@ from ferrule.core.messages import ModelResponse
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import RequestOptions
+from ferrule.core.redaction import Redactor
 from ferrule.core.settings import ModelSettings, validate_request_headers
 
 from ._decode import StreamDecoder, decode_response
@@ -67,6 +68,11 @@ class GoogleModel(Model):
     @property
     def profile(self) -> ModelProfile:
         return self._profile
+
+    @property
+    def redactor(self) -> Redactor:
+        """The provider's redactor: every error leaving `request`, `stream` and `count_tokens` is scrubbed with it."""
+        return self.provider.redactor
 
     def encode_options(self) -> EncodeOptions:
         """The codec options this model encodes requests with."""
@@ -133,10 +139,11 @@ class GoogleModel(Model):
                 if k in ("contents", "systemInstruction", "tools", "generationConfig")
             }
         path = self.provider.model_path(self._model_name, "countTokens")
-        response = await self.provider.request(
-            "POST", path, content=msgspec.json.encode(payload), **self._transport_options(call)
-        )
-        return decode_count_tokens(response.content)
+        with self.provider.redactor:
+            response = await self.provider.request(
+                "POST", path, content=msgspec.json.encode(payload), **self._transport_options(call)
+            )
+            return decode_count_tokens(response.content)
 
 
 def decode_count_tokens(body: bytes) -> int:

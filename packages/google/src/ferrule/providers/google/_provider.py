@@ -19,10 +19,10 @@ from ferrule.core.errors import (
 )
 from ferrule.core.messages import UploadedFile
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 from ferrule.core.url_policy import redact_url, url_origin
 
-from ._decode import _STATUS_CATEGORIES, category_for_status
+from ._decode import STATUS_CATEGORIES, category_for_status
 from ._files import (
     DiscoveryLimits,
     FileLimits,
@@ -84,7 +84,7 @@ class GoogleProviderBase(Provider):
         return profile
 
     def _classify_error(self, status: int, code: str | None, message: str | None) -> ErrorCategory | None:
-        if code in _STATUS_CATEGORIES or (message and "API key" in message):
+        if code in STATUS_CATEGORIES or (message and "API key" in message):
             category = category_for_status(code, status, message)
             # An HTTP 429 stays a rate limit and a 5xx a server error whatever the body says.
             if status == 429 or status >= 500:
@@ -199,6 +199,7 @@ class GoogleProvider(GoogleProviderBase):
 
     # -- files ------------------------------------------------------------------------------------
 
+    @redacts_errors
     async def upload_file(
         self,
         data: bytes,
@@ -282,6 +283,7 @@ class GoogleProvider(GoogleProviderBase):
         path = parsed.raw_path.decode("ascii")
         return path
 
+    @redacts_errors
     async def inspect_file(
         self, file: GoogleFile | UploadedFile | str, *, deadline: float | None = None
     ) -> GoogleFile:
@@ -295,6 +297,7 @@ class GoogleProvider(GoogleProviderBase):
             )
         return record
 
+    @redacts_errors
     async def delete_file(
         self, file: GoogleFile | UploadedFile | str, *, deadline: float | None = None
     ) -> None:
@@ -314,6 +317,7 @@ class GoogleProvider(GoogleProviderBase):
 
     # -- discovery --------------------------------------------------------------------------------
 
+    @redacts_errors
     async def list_models(self, *, deadline: float | None = None) -> ModelList:
         """The models this key can use, following pages within `discovery_limits`."""
         limits = self.discovery_limits
@@ -420,6 +424,7 @@ class VertexAIProvider(GoogleProviderBase):
             settings = settings | {"logprobs", "top_logprobs"}
         return msgspec.structs.replace(profile, content_kinds=kinds, supported_settings=settings)
 
+    @redacts_errors
     async def list_models(self, *, deadline: float | None = None) -> NoReturn:
         """Not available here: Vertex AI's model garden is not the Gemini model list."""
         del deadline

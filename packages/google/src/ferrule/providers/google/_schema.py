@@ -134,7 +134,7 @@ class _OpenApi:
         self.defs = defs
         self.nodes = 0
 
-    def node(self, schema: Any, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:
+    def node(self, schema: Any, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:  # noqa: C901 - flat dispatch over JSON Schema keywords
         if depth > MAX_SCHEMA_DEPTH:
             raise _fail(f"it is nested deeper than {MAX_SCHEMA_DEPTH} levels")
         self.nodes += 1
@@ -143,7 +143,7 @@ class _OpenApi:
         if schema is True or schema == {}:
             return {}
         if not isinstance(schema, dict):
-            raise _fail(f"a schema must be an object, not {type(schema).__name__}")  # pyright: ignore[reportUnknownArgumentType]
+            raise _fail(f"a schema must be an object, not {type(schema).__name__}")
         src: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
 
         ref = src.get("$ref")

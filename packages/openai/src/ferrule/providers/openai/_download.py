@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import httpx2
 import msgspec
 
 from ferrule.core.http import HttpLimits, Timeouts
@@ -112,10 +111,3 @@ async def resolve_downloads(
         if changed:
             messages[index] = msgspec.structs.replace(message, parts=parts)
     return msgspec.structs.replace(call, messages=messages)
-
-
-def origin_of(url: str) -> str:
-    """`scheme://host:port` of a URL."""
-    parsed = httpx2.URL(url)
-    port = parsed.port if parsed.port is not None else (443 if parsed.scheme == "https" else 80)
-    return f"{parsed.scheme}://{parsed.raw_host.decode('ascii')}:{port}"

@@ -9,7 +9,6 @@ from typing import Any, Literal
 import msgspec
 
 from ferrule.core.errors import ContentFilterError, UserError
-from ferrule.core.http import ErrorBodyPolicy, Timeouts
 from ferrule.core.messages import (
     AudioUrl,
     DocumentUrl,
@@ -21,6 +20,7 @@ from ferrule.core.messages import (
 from ferrule.core.model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import RequestOptions
+from ferrule.core.redaction import Redactor
 from ferrule.core.settings import ModelSettings, validate_request_headers
 from ferrule.core.url_policy import UrlPolicy
 
@@ -101,28 +101,18 @@ class _OpenAIModelBase(Model):
             headers["x-client-request-id"] = call.request_id
         return headers
 
-    def _timeouts(self, call: ModelCall) -> Timeouts | None:
-        if call.settings.timeout is None:
-            return None
-        base = self._provider.timeouts
-        total = call.settings.timeout if base.total is None else min(base.total, call.settings.timeout)
-        return msgspec.structs.replace(base, total=total)
-
-    @staticmethod
-    def _error_body(call: ModelCall) -> ErrorBodyPolicy | None:
-        return ErrorBodyPolicy(capture=True) if call.capture_error_body else None
+    @property
+    def redactor(self) -> Redactor:
+        """The provider's redactor: every error leaving `request` and `stream` is scrubbed with it."""
+        return self._provider.redactor
 
     def _endpoint(self, api: Literal["chat", "responses"], call: ModelCall) -> tuple[str, RequestOptions]:
-        """The path of `api` and the options of a request for `call`."""
+        """The path of `api` and the options of a request for `call` (the shared `Provider.call_options`)."""
         path, params = self._provider.endpoint(api, self._model_name)
-        return path, {
-            "headers": self._headers(call),
-            "params": params,
-            "deadline": call.deadline,
-            "model_name": self._model_name,
-            "timeouts": self._timeouts(call),
-            "error_body": self._error_body(call),
-        }
+        options = self._provider.call_options(call, self._model_name)
+        options["headers"] = self._headers(call)
+        options["params"] = params
+        return path, options
 
     async def _buffered(self, api: Literal["chat", "responses"], body: bytes, call: ModelCall) -> bytes:
         path, options = self._endpoint(api, call)

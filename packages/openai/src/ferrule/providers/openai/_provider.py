@@ -13,7 +13,7 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.errors import ErrorCategory, MissingCredentialError, UserError
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 from ferrule.core.url_policy import UrlPolicy
 
 from ._common import as_dict, as_list, as_str, timestamp
@@ -207,6 +207,7 @@ class OpenAICompatibleProvider(Provider):
 
     # -- discovery -------------------------------------------------------------------------------
 
+    @redacts_errors
     async def list_models(self, *, max_models: int = DEFAULT_MAX_MODELS) -> list[DiscoveredModel]:
         """The models this endpoint lists (`GET /models`), parsed within bounds.
 

@@ -135,7 +135,7 @@ def _rewrite_refs(node: Any, renames: dict[str, str], self_ref: str | None) -> A
             if key == "$ref" and isinstance(value, str):
                 out[key] = _renamed_ref(value, renames, self_ref)
             else:
-                out[key] = _rewrite_refs(value, renames, self_ref)  # pyright: ignore[reportArgumentType]
+                out[key] = _rewrite_refs(value, renames, self_ref)
         return out
     if isinstance(node, list):
         return [_rewrite_refs(item, renames, self_ref) for item in node]  # pyright: ignore[reportUnknownVariableType]
@@ -524,7 +524,7 @@ class _AnswerScanner:
             return ""
 
 
-async def emulated_tool_stream(
+async def emulated_tool_stream(  # noqa: C901 - one pass over the stream events; the state is local to it
     events: AsyncIterator[ModelStreamEvent], call: ModelCall
 ) -> AsyncIterator[ModelStreamEvent]:
     """Turn the stream of an emulated call (see the module docs) into ordinary stream events.

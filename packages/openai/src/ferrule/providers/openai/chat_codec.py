@@ -342,7 +342,7 @@ def _assistant_message(
     return message
 
 
-def _messages(
+def _messages(  # noqa: C901 - exhaustive match over every part/event kind
     call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []

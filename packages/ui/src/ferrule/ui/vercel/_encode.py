@@ -63,7 +63,7 @@ DONE: Final = b"data: [DONE]\n\n"
 _encoder = msgspec.json.Encoder()
 
 
-def chunks(event: UIEvent) -> list[dict[str, Any]]:
+def chunks(event: UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustive match over every part/event kind
     """The UI message chunks (JSON objects of the AI SDK's `uiMessageChunkSchema`) for one UI event."""
     match event:
         case RunStarted(message_id=message_id):

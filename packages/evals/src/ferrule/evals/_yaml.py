@@ -1,0 +1,270 @@
+"""Strict, bounded YAML for evaluation files: JSON's data model in YAML's syntax.
+
+The loader builds values from PyYAML's event stream itself, so it can enforce the same
+`JsonLimits` as the JSON files while reading (size, depth, string bytes, collection members,
+number characters) and refuse what a data file never needs: duplicate keys, anchors and aliases
+(the "billion laughs" expansion), explicit tags, non-string keys and more than one document.
+Plain scalars are resolved by YAML 1.2's core schema (`true`, `null`, `12`, `1.5`, `.inf`);
+`yes`/`no`/`on`/`off` stay strings. The dumper quotes every string that a reader could mistake
+for something else, so dump and load round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any, Final
+
+from ferrule.core.bounded_json import JsonLimitError, JsonLimits
+
+__all__ = ["YamlError", "dump_yaml", "load_yaml"]
+
+
+class YamlError(ValueError):
+    """A YAML document is malformed or uses a feature evaluation files refuse."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        self.line = line
+        """The 1-based line of the problem, when known."""
+        super().__init__(f"{message} (line {line})" if line is not None else message)
+
+
+_NULL: Final = frozenset({"", "~", "null", "Null", "NULL"})
+_TRUE: Final = frozenset({"true", "True", "TRUE"})
+_FALSE: Final = frozenset({"false", "False", "FALSE"})
+_INT: Final = re.compile(r"[-+]?[0-9]+")
+_OCT: Final = re.compile(r"0o[0-7]+")
+_HEX: Final = re.compile(r"0x[0-9a-fA-F]+")
+_FLOAT: Final = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_INF: Final = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
+_NAN: Final = re.compile(r"\.(?:nan|NaN|NAN)")
+# Words YAML 1.1 readers (PyYAML's own loader, many tools) take for booleans: quoted when dumped.
+_YAML11_WORDS: Final = frozenset(
+    w for word in ("y", "n", "yes", "no", "on", "off") for w in (word, word.capitalize(), word.upper())
+)
+_PLAIN_SAFE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+
+
+def _scalar(text: str, limits: JsonLimits, line: int) -> Any:
+    """The value of a plain scalar under the core schema."""
+    if text in _NULL:
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    numeric = _INT.fullmatch(text) or _OCT.fullmatch(text) or _HEX.fullmatch(text) or _FLOAT.fullmatch(text)
+    if numeric or _INF.fullmatch(text) or _NAN.fullmatch(text):
+        if len(text) > limits.max_number_chars:
+            raise JsonLimitError(
+                "max_number_chars", maximum=limits.max_number_chars, actual=len(text), profile=limits.name
+            )
+        if _INT.fullmatch(text):
+            return int(text)
+        if _OCT.fullmatch(text):
+            return int(text[2:], 8)
+        if _HEX.fullmatch(text):
+            return int(text[2:], 16)
+        if _NAN.fullmatch(text):
+            return math.nan
+        if _INF.fullmatch(text):
+            return -math.inf if text.startswith("-") else math.inf
+        return float(text)
+    return text
+
+
+def _check_string(text: str, limits: JsonLimits) -> None:
+    # Every character takes at least one UTF-8 byte: only long strings need encoding.
+    if len(text) * 4 > limits.max_string_bytes:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limits.max_string_bytes:
+            raise JsonLimitError(
+                "max_string_bytes", maximum=limits.max_string_bytes, actual=size, profile=limits.name
+            )
+
+
+class _Frame:
+    __slots__ = ("container", "key", "line")
+
+    def __init__(self, container: dict[str, Any] | list[Any], line: int) -> None:
+        self.container = container
+        self.key: str | None = None  # the pending key of a mapping, once read
+        self.line = line
+
+
+def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
+    """Parse one YAML document into JSON values (dict, list, str, int, float, bool, None) within `limits`.
+
+    Raises `YamlError` for malformed or refused YAML and `JsonLimitError` for a limit.
+    """
+    import yaml
+
+    if isinstance(data, bytes):
+        if len(data) > limits.max_bytes:
+            raise JsonLimitError("max_bytes", maximum=limits.max_bytes, actual=len(data), profile=limits.name)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise YamlError(f"invalid UTF-8 at byte {exc.start}") from None
+    else:
+        text = data
+        if len(text) > limits.max_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+            raise JsonLimitError(
+                "max_bytes",
+                maximum=limits.max_bytes,
+                actual=len(text.encode("utf-8", "surrogatepass")),
+                profile=limits.name,
+            )
+    loader_class: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
+    stack: list[_Frame] = []
+    root: Any = None
+    documents = 0
+    done = False
+
+    def add(value: Any, line: int) -> None:
+        nonlocal root, done
+        if not stack:
+            root, done = value, True
+            return
+        frame = stack[-1]
+        if isinstance(frame.container, list):
+            if len(frame.container) >= limits.max_items:
+                raise JsonLimitError(
+                    "max_items",
+                    maximum=limits.max_items,
+                    actual=len(frame.container) + 1,
+                    profile=limits.name,
+                )
+            frame.container.append(value)
+            return
+        if frame.key is None:
+            if not isinstance(value, str):
+                raise YamlError(f"mapping keys must be strings, got {value!r}", line=line)
+            if value in frame.container:
+                raise YamlError(f"duplicate key {value!r}", line=line)
+            if len(frame.container) >= limits.max_items:
+                raise JsonLimitError(
+                    "max_items",
+                    maximum=limits.max_items,
+                    actual=len(frame.container) + 1,
+                    profile=limits.name,
+                )
+            frame.key = value
+        else:
+            frame.container[frame.key] = value
+            frame.key = None
+
+    try:
+        while True:
+            event = loader.get_event()
+            if event is None:  # pragma: no cover - the stream always ends with StreamEndEvent
+                break
+            line = event.start_mark.line + 1 if event.start_mark is not None else None
+            if isinstance(event, yaml.StreamEndEvent):
+                break
+            if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentEndEvent)):
+                continue
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise YamlError("more than one YAML document; a file holds exactly one", line=line)
+                continue
+            if isinstance(event, yaml.AliasEvent):
+                raise YamlError("aliases (*name) are not allowed in evaluation files", line=line)
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                raise YamlError(f"anchors (&{anchor}) are not allowed in evaluation files", line=line)
+            tag = getattr(event, "tag", None)
+            if isinstance(event, yaml.ScalarEvent):
+                if tag is not None:
+                    raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
+                _check_string(event.value, limits)
+                plain = not event.style and event.implicit[0]  # libyaml says "" where PyYAML says None
+                add(_scalar(event.value, limits, line or 0) if plain else event.value, line or 0)
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                if tag is not None:
+                    raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
+                if len(stack) + 1 > limits.max_depth:
+                    raise JsonLimitError(
+                        "max_depth", maximum=limits.max_depth, actual=len(stack) + 1, profile=limits.name
+                    )
+                if stack and isinstance(stack[-1].container, dict) and stack[-1].key is None:
+                    raise YamlError("mapping keys must be strings, not collections", line=line)
+                container: dict[str, Any] | list[Any] = (
+                    [] if isinstance(event, yaml.SequenceStartEvent) else {}
+                )
+                stack.append(_Frame(container, line or 0))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                frame = stack.pop()
+                add(frame.container, frame.line)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YamlError(
+            f"malformed YAML: {exc.problem or exc.context}", line=None if mark is None else mark.line + 1
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"malformed YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if not done:
+        raise YamlError("the YAML document is empty")
+    return root
+
+
+def _plain_ok(text: str) -> bool:
+    return (
+        _PLAIN_SAFE.fullmatch(text) is not None
+        and text not in _YAML11_WORDS
+        and isinstance(_scalar(text, _UNBOUNDED, 0), str)
+    )
+
+
+_UNBOUNDED: Final = JsonLimits(
+    name="unbounded",
+    max_bytes=2**31 - 1,
+    max_depth=512,
+    max_string_bytes=2**31 - 1,
+    max_items=2**31 - 1,
+    max_number_chars=2**31 - 1,
+)
+
+
+def dump_yaml(value: Any) -> str:
+    """Write JSON values (dict, list, str, int, float, bool, None) as block YAML that `load_yaml` reads back equal."""
+    import yaml
+
+    return yaml.dump(
+        value, Dumper=_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    )
+
+
+@functools.cache
+def _dumper() -> Any:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        """Quotes ambiguous strings and writes floats and null the way `load_yaml` resolves them."""
+
+    def represent_str(dumper: yaml.SafeDumper, data: str) -> Any:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=None if _plain_ok(data) else '"')
+
+    def represent_float(dumper: yaml.SafeDumper, data: float) -> Any:
+        if math.isnan(data):
+            text = ".nan"
+        elif math.isinf(data):
+            text = ".inf" if data > 0 else "-.inf"
+        else:
+            text = repr(data)  # the shortest form that reads back equal
+            if "." not in text and "e" in text:
+                text = text.replace("e", ".0e", 1)  # `1.0e+20`: a float to YAML 1.1 readers too
+        return dumper.represent_scalar("tag:yaml.org,2002:float", text)
+
+    def represent_none(dumper: yaml.SafeDumper, data: None) -> Any:
+        return dumper.represent_scalar("tag:yaml.org,2002:null", "null")
+
+    Dumper.add_representer(str, represent_str)
+    Dumper.add_representer(float, represent_float)
+    Dumper.add_representer(type(None), represent_none)
+    return Dumper
