@@ -8,15 +8,19 @@ type before msgspec converts it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import msgspec
 import msgspec.inspect as mi
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
+
+if TYPE_CHECKING:
+    from ferrule.core.redaction import Redactor
 
 __all__ = [
     "DocumentFormat",
@@ -185,19 +189,14 @@ _SENSITIVE_KEY: Final = re.compile(
     re.IGNORECASE,
 )
 
-# Well-known credential shapes, caught wherever they appear (also in instructions).
-# TODO(redaction): share the shapes with ferrule.core.redaction once it is on main.
-_TOKEN_SHAPE: Final = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|ya29\.[A-Za-z0-9._-]{20,}|xai-[A-Za-z0-9]{20,}"
-    r"|gsk_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.)"
+# Credential shapes beyond those `ferrule.core.redaction` knows (which are checked through a
+# shapes-only `Redactor`): GitHub, Slack and AWS keys, JWTs and private key blocks.
+_MORE_SHAPES: Final = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.)"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\b[Bb]earer\s+(?!\$\{)[A-Za-z0-9._~+/=-]{8,}"
 )
-_URL_USERINFO: Final = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
-_URL_QUERY_SECRET: Final = re.compile(
-    r"[?&](?:api[_-]?key|key|token|access_token|secret|password|sig|signature)=[^&\s$]", re.IGNORECASE
-)
+_URL: Final = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _ENV_REFERENCE: Final = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
 _SCHEME_ONLY: Final = re.compile(r"^\s*(?:[A-Za-z]+\s+)?$")
 ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -249,12 +248,36 @@ def _string_problem(text: str, key: str | None) -> str | None:
                 f"name the variable instead (e.g. {key}_env, or ${{NAME}} where references are expanded)"
             )
         return None
-    if _TOKEN_SHAPE.search(text):
+    if _shapes().text(text) != text or _MORE_SHAPES.search(text):
         return "holds a value shaped like a credential (an API key or token); credentials come only from the environment"
-    if _URL_USERINFO.search(text):
+    for match in _URL.finditer(text):
+        problem = _url_problem(match.group(0))
+        if problem is not None:
+            return problem
+    return None
+
+
+@functools.cache
+def _shapes() -> Redactor:
+    from ferrule.core.redaction import Redactor
+
+    return Redactor()  # no configured secrets: it replaces only the well-known credential shapes
+
+
+def _url_problem(url: str) -> str | None:
+    from urllib.parse import parse_qsl, urlsplit
+
+    from ferrule.core.redaction import is_sensitive_param
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.password:
         return "holds a URL with a password; credentials come only from the environment"
-    if _URL_QUERY_SECRET.search(text):
-        return "holds a URL with a credential query parameter; credentials come only from the environment"
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if is_sensitive_param(name) and not _ENV_REFERENCE.fullmatch(value):
+            return "holds a URL with a credential query parameter; credentials come only from the environment"
     return None
 
 

@@ -155,17 +155,14 @@ class ModelRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
         if not self.allow_local_url or self.base_url is None:
             return UrlPolicy()
-        import httpx2
-
-        from ferrule.core.url_policy import url_origin
+        from urllib.parse import urlsplit
 
         try:
-            parsed = httpx2.URL(self.base_url)
-        except (httpx2.InvalidURL, TypeError, ValueError):
-            return UrlPolicy()
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            return UrlPolicy()
-        return UrlPolicy.local(url_origin(parsed))
+            parts = urlsplit(self.base_url)
+            # UrlPolicy normalizes the origin (default port, host case) and rejects what is not one.
+            return UrlPolicy.local(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}")
+        except ValueError:
+            return UrlPolicy()  # not a URL: the default policy reports it when the URL is checked
 
 
 class OutputRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
