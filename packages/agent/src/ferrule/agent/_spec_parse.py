@@ -99,13 +99,14 @@ def _load_yaml(raw: bytes, limits: bounded_json.JsonLimits, origin: str) -> Any:
         depth = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                event = cast("Any", self.peek_event())
+            loader = cast("Any", self)  # PyYAML's composer methods are untyped
+            if loader.check_event(yaml.AliasEvent):
+                event = loader.peek_event()
                 raise SpecParseError(
                     f"{origin} uses a YAML alias ({event.start_mark}); anchors and aliases are not "
                     "accepted in configuration files: write the value out"
                 )
-            event = cast("Any", self.peek_event())
+            event = loader.peek_event()
             if getattr(event, "anchor", None) is not None:
                 raise SpecParseError(
                     f"{origin} defines a YAML anchor ({event.start_mark}); anchors and aliases are not "

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeVar, cast, runtime_checkable
@@ -302,53 +302,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
         return cls.parse(data, format=chosen, origin=str(file))
 
     def _check_values(self, origin: str) -> None:
-        def fail(path: str, message: str) -> None:
-            raise SpecParseError(f"{origin}: $.{path} {message}")
-
-        if self.version < 1:
-            fail("version", f"must be 1, not {self.version}")
-        if self.model is not None:
-            if not self.model.provider or ":" in self.model.provider:
-                fail("model.provider", "must be a provider prefix such as 'openai' (without ':')")
-            if not self.model.name:
-                fail("model.name", "must not be empty")
-            if self.model.api_key_env is not None and not ENV_NAME.match(self.model.api_key_env):
-                fail("model.api_key_env", "must be an environment variable name")
-        for i, name in enumerate(self.env):
-            if not ENV_NAME.match(name):
-                fail(f"env[{i}]", "must be an environment variable name")
-        if self.output is not None and (self.output.type is None) == (self.output.schema is None):
-            fail("output", "needs exactly one of 'type' (a registered output type) or 'schema'")
-        seen: set[str] = set()
-        for i, tool in enumerate(self.tools):
-            if tool.name in seen:
-                fail(f"tools[{i}]", f"names {tool.name!r} twice")
-            seen.add(tool.name)
-        seen.clear()
-        for i, capability in enumerate(self.capabilities):
-            if capability.id in seen:
-                fail(f"capabilities[{i}]", f"names {capability.id!r} twice")
-            seen.add(capability.id)
-        if self.run_timeout is not None and not self.run_timeout > 0:
-            fail("run_timeout", "must be a positive number of seconds")
-        for field in ("retries", "output_retries"):
-            value = getattr(self, field)
-            if value is not None and value < 0:
-                fail(field, "must be >= 0")
-        for key, value in (self.context_budget or {}).items():
-            if key not in _CONTEXT_BUDGET_FIELDS:
-                fail(
-                    f"context_budget.{key}",
-                    f"is not a limit; use one of {', '.join(sorted(_CONTEXT_BUDGET_FIELDS))}",
-                )
-            if value is not None and value < 0:
-                fail(f"context_budget.{key}", "must be >= 0")
-        for name, entry in self.mcp_servers.items():
-            has_command, has_url = "command" in entry, "url" in entry
-            if has_command == has_url:
-                fail(
-                    f"mcp_servers.{name}", 'needs either "command" (a stdio server) or "url" (an HTTP server)'
-                )
+        problem = next(_value_problems(self), None)
+        if problem is not None:
+            raise SpecParseError(f"{origin}: $.{problem[0]} {problem[1]}")
 
     # --- phase 2 --------------------------------------------------------------------------------
 
@@ -457,6 +413,55 @@ def parse_document(
     if not isinstance(document, dict):
         raise SpecParseError(f"{origin} must be an object (a mapping of fields)")
     return cast("T", checked_convert(document, type, origin))
+
+
+def _value_problems(spec: AgentSpec) -> Iterator[tuple[str, str]]:
+    """`(path, problem)` for values a type cannot rule out, in document order."""
+    if spec.version < 1:
+        yield "version", f"must be 1, not {spec.version}"
+    if spec.model is not None:
+        if not spec.model.provider or ":" in spec.model.provider:
+            yield "model.provider", "must be a provider prefix such as 'openai' (without ':')"
+        if not spec.model.name:
+            yield "model.name", "must not be empty"
+        if spec.model.api_key_env is not None and not ENV_NAME.match(spec.model.api_key_env):
+            yield "model.api_key_env", "must be an environment variable name"
+    if spec.output is not None and (spec.output.type is None) == (spec.output.schema is None):
+        yield "output", "needs exactly one of 'type' (a registered output type) or 'schema'"
+    yield from _duplicates("tools", [t.name for t in spec.tools])
+    yield from _duplicates("capabilities", [c.id for c in spec.capabilities])
+    for name, entry in spec.mcp_servers.items():
+        if ("command" in entry) == ("url" in entry):
+            yield f"mcp_servers.{name}", 'needs either "command" (a stdio server) or "url" (an HTTP server)'
+    yield from _limit_problems(spec)
+
+
+def _duplicates(field: str, names: list[str]) -> Iterator[tuple[str, str]]:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            yield f"{field}[{i}]", f"names {name!r} twice"
+        seen.add(name)
+
+
+def _limit_problems(spec: AgentSpec) -> Iterator[tuple[str, str]]:
+    if spec.run_timeout is not None and not spec.run_timeout > 0:
+        yield "run_timeout", "must be a positive number of seconds"
+    for field in ("retries", "output_retries"):
+        value = getattr(spec, field)
+        if value is not None and value < 0:
+            yield field, "must be >= 0"
+    for key, value in (spec.context_budget or {}).items():
+        if key not in _CONTEXT_BUDGET_FIELDS:
+            yield (
+                f"context_budget.{key}",
+                f"is not a limit; use one of {', '.join(sorted(_CONTEXT_BUDGET_FIELDS))}",
+            )
+        elif value is not None and value < 0:
+            yield f"context_budget.{key}", "must be >= 0"
+    for i, name in enumerate(spec.env):
+        if not ENV_NAME.match(name):
+            yield f"env[{i}]", "must be an environment variable name"
 
 
 def _copy_plain(data: Mapping[str, Any], origin: str) -> Any:

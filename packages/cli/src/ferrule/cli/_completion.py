@@ -41,12 +41,21 @@ class _Command:
     positional_files: bool = False
 
 
+def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    # argparse offers no public view of a parser's arguments.
+    return list(parser._actions)
+
+
+def _is_subparsers(action: argparse.Action) -> bool:
+    return isinstance(action.choices, dict) and action.nargs == argparse.PARSER
+
+
 def _options(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[str], bool]:
     options: list[_Option] = []
     positional: list[str] = []
     files = False
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+    for action in _actions(parser):
+        if _is_subparsers(action):
             continue
         text = (action.help or "").replace("\n", " ")
         if not action.option_strings:
@@ -72,9 +81,10 @@ def _options(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[str],
 def _commands(parser: argparse.ArgumentParser) -> tuple[list[_Option], list[_Command]]:
     top, _, _ = _options(parser)
     commands: list[_Command] = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    for action in _actions(parser):
+        if _is_subparsers(action):
+            choice_actions = cast("list[argparse.Action]", getattr(action, "_choices_actions", []))
+            helps = {choice.dest: choice.help or "" for choice in choice_actions}
             subparsers = cast("dict[str, argparse.ArgumentParser]", action.choices)
             for name, sub in subparsers.items():
                 options, positional, files = _options(sub)

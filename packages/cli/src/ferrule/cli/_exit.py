@@ -63,7 +63,7 @@ def unwrap(error: BaseException) -> BaseException:
     """The single exception inside (nested) exception groups, or the group itself."""
     current: BaseException = error
     while isinstance(current, BaseExceptionGroup):
-        inner = cast("tuple[BaseException, ...]", current.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        inner = cast("tuple[BaseException, ...]", current.exceptions)
         if len(inner) != 1:
             break
         current = inner[0]
