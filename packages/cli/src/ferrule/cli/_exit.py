@@ -103,6 +103,9 @@ def exit_code_for(error: BaseException) -> ExitCode:
     mcp = sys.modules.get("ferrule.mcp")
     if mcp is not None and isinstance(error, mcp.MCPConfigError):
         return ExitCode.CONFIG
+    evals = sys.modules.get("ferrule.evals")  # likewise ferrule-evals, imported by `ferrule eval` only
+    if evals is not None and isinstance(error, evals.EvalError):
+        return ExitCode.CONFIG
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
     return ExitCode.FAILURE
