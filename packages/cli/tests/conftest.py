@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +29,11 @@ MODEL = "openai-chat:gpt-4.1-mini"
 KEY_ENV = "SCRIPTED_TOKEN"
 """The variable holding the (meaningless) key sent to the scripted server."""
 
-# Variables a developer's shell may hold that would change what the command does.
-_SCRUBBED = ("API_KEY", "FERRULE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "VERTEX_")
+# Variables a developer's shell may hold that would change what the command does (the model cache
+# and thread settings, FERRULE_CACHE_DIR and FERRULE_LLAMACPP_THREADS, are kept).
+_SCRUBBED_PARTS = ("API_KEY", "ACCESS_TOKEN")
+_SCRUBBED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "VERTEX_", "AZURE_")
+_SCRUBBED_NAMES = ("FERRULE_MODEL", "FERRULE_DEBUG")
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,13 @@ def scripted(serve: Serve) -> Callable[..., ScriptedModel]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment without credentials or ferrule settings, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not any(part in k for part in _SCRUBBED)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not any(part in k for part in _SCRUBBED_PARTS)
+        and not k.startswith(_SCRUBBED_PREFIXES)
+        and k not in _SCRUBBED_NAMES
+    }
     env["PYTHONUNBUFFERED"] = "1"
     env[KEY_ENV] = "local-test-token"
     env.update(extra)
@@ -261,3 +273,74 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+class Terminal:
+    """A tmux session of its own server (its own socket), 100x40."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.socket = f"ferrule-test-{uuid.uuid4().hex[:8]}"
+        self.cwd = cwd
+
+    def tmux(self, *args: str) -> str:
+        out = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
+        return out.stdout
+
+    def start(self, command: list[str]) -> None:
+        line = " ".join(shlex.quote(part) for part in command) + "; echo EXIT=$?; sleep 600"
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                self.socket,
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                "-c",
+                str(self.cwd),
+                line,
+            ],
+            env=clean_env(TERM="xterm-256color", COLUMNS="100"),
+            check=True,
+        )
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
+
+    def wait(self, condition: Callable[[str], bool], what: str, limit: float = 60.0) -> str:
+        end = time.monotonic() + limit
+        while True:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            if time.monotonic() > end:
+                raise AssertionError(f"gave up waiting for {what}; the screen shows:\n{screen}")
+            time.sleep(0.05)
+
+    def wait_for(self, text: str, limit: float = 60.0) -> str:
+        return self.wait(lambda screen: text in screen, repr(text), limit)
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-t", "t", "-l", text)
+        self.tmux("send-keys", "-t", "t", "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    """A real terminal (tmux) in the test's directory."""
+    term = Terminal(tmp_path)
+    try:
+        yield term
+    finally:
+        term.close()

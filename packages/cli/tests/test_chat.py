@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shlex
+import os
 import shutil
-import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,11 +15,14 @@ import pytest
 from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
-from .conftest import Calls, Hang, ScriptedModel, Text, clean_env
+from .conftest import Calls, Hang, ScriptedModel, Terminal, Text
 
 Scripted = Callable[..., ScriptedModel]
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by .ci/apt.txt")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None and not os.environ.get("CI"),
+    reason="tmux is installed by .ci/apt.txt (CI fails without it)",
+)
 
 TOOLS_PY = '''
 from pathlib import Path
@@ -36,76 +37,6 @@ def deploy(service: str) -> str:
     Path("deployed.txt").write_text(service)
     return f"deployed {service}"
 '''
-
-
-class Terminal:
-    """A tmux session of its own server (its own socket), 100x40."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.socket = f"ferrule-test-{uuid.uuid4().hex[:8]}"
-        self.cwd = cwd
-
-    def tmux(self, *args: str) -> str:
-        out = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
-        return out.stdout
-
-    def start(self, command: list[str]) -> None:
-        line = " ".join(shlex.quote(part) for part in command) + "; echo EXIT=$?; sleep 600"
-        subprocess.run(
-            [
-                "tmux",
-                "-L",
-                self.socket,
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "100",
-                "-y",
-                "40",
-                "-c",
-                str(self.cwd),
-                line,
-            ],
-            env=clean_env(TERM="xterm-256color", COLUMNS="100"),
-            check=True,
-        )
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
-
-    def wait(self, condition: Callable[[str], bool], what: str, limit: float = 60.0) -> str:
-        end = time.monotonic() + limit
-        while True:
-            screen = self.screen()
-            if condition(screen):
-                return screen
-            if time.monotonic() > end:
-                raise AssertionError(f"gave up waiting for {what}; the screen shows:\n{screen}")
-            time.sleep(0.05)
-
-    def wait_for(self, text: str, limit: float = 60.0) -> str:
-        return self.wait(lambda screen: text in screen, repr(text), limit)
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", "t", "-l", text)
-        self.tmux("send-keys", "-t", "t", "Enter")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
-
-
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    term = Terminal(tmp_path)
-    try:
-        yield term
-    finally:
-        term.close()
 
 
 def prompts(screen: str) -> int:

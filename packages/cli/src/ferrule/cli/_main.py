@@ -21,13 +21,21 @@ exit codes: 0 success, 1 other failure, 2 usage, 3 config/file, 4 missing creden
 `ferrule PROMPT` is `ferrule run PROMPT`. Docs: docs/cli.md."""
 
 
-def _version() -> str:
-    from importlib import metadata
+class _Version(argparse.Action):
+    """`--version`, looking the version up only when asked (importlib.metadata costs ~20 ms to import)."""
 
-    try:
-        return metadata.version("ferrule-cli")
-    except metadata.PackageNotFoundError:
-        return "0"
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("ferrule-cli")
+        except metadata.PackageNotFoundError:
+            version = "0"
+        sys.stdout.write(f"ferrule {version}\n")
+        parser.exit()
 
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"ferrule {_version()}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser(
