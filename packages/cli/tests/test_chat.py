@@ -145,3 +145,31 @@ def test_chat_resumes_a_saved_history_and_ctrl_c_at_the_prompt_keeps_the_session
         assert contents == ["I am Ada", "Hello Ada.", "Who am I?"]
     finally:
         again.close()
+
+
+def test_run_on_a_terminal_streams_text_and_asks_for_approval(
+    scripted: Scripted, terminal: Terminal, tmp_path: Path
+) -> None:
+    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "ferrule.json").write_text(
+        json.dumps({"tools": [{"function": "tools.py:deploy", "requires_approval": True}]})
+    )
+    model = scripted(Calls((("deploy", {"service": "db"}),)), Text("The database is deployed."))
+    command = [
+        sys.executable,
+        "-m",
+        "ferrule.cli",
+        "run",
+        *model.args,
+        "--config",
+        "ferrule.json",
+        "--approval-mode",
+        "prompt",
+        "Deploy db",
+    ]
+    terminal.start(command)
+    terminal.wait_for('Allow deploy({"service": "db"})? [y/N]')
+    terminal.type("yes")
+    screen = terminal.wait_for("EXIT=0")
+    assert "The database is deployed." in screen
+    assert (tmp_path / "deployed.txt").read_text() == "db"

@@ -447,3 +447,22 @@ def test_documented_spec_examples_validate_from_the_command(cli: Cli) -> None:
 
     for path in sorted((Path(__file__).resolve().parents[3] / "docs" / "examples" / "specs").glob("*")):
         assert AgentSpec.load(path).name
+
+
+def test_events_of_a_pause_and_of_its_resume(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:
+    config = write_config(tmp_path, tools=[{"function": "tools.py:deploy", "requires_approval": True}])
+    model = scripted(Calls((("deploy", {"service": "web"}),)), Text("Deployed."))
+    paused = cli(*model.args, "--config", str(config), "--events", "Deploy web")
+    assert paused.code == 10
+    events = [json.loads(line) for line in paused.out.splitlines()]
+    finished = events[-1]
+    assert finished["type"] == "RUN_FINISHED"
+    assert finished["outcome"]["type"] == "interrupt"
+    assert [i["toolCallId"] for i in finished["outcome"]["interrupts"]] == ["call_1_0"]
+    resumed = cli(*model.args, "--config", str(config), "--events", "--resume", "--approval", "approve")
+    assert resumed.code == 0
+    types = [json.loads(line)["type"] for line in resumed.out.splitlines()]
+    assert types[0] == "RUN_STARTED"
+    assert "TOOL_CALL_RESULT" in types
+    assert types[-1] == "RUN_FINISHED"
+    assert "TOOL_CALL_START" not in types  # the client already has the call from the paused segment
