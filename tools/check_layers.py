@@ -3,7 +3,7 @@ imports a distribution its pyproject does not declare.
 
 Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui; 3 cli and
 durable adapters. A distribution may import ferrule code only from its own layer or lower ones, and every
-ferrule distribution it imports must be among its declared dependencies (or in one of its extras). Within layer 1 the agent and
+ferrule distribution it imports must be among its declared dependencies. Within layer 1 the agent and
 the providers never import each other: they meet only in the core model contract (a provider package
 may build on another provider package, as ferrule-llamacpp builds on ferrule-openai).
 
