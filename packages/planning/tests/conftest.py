@@ -69,9 +69,9 @@ class Script:
             names[0]
             if names
             else "Plan"
-            if "You are the planner" in instructions
+            if "submit ONE plan" in instructions
             else "Patch"
-            if "You repair a plan" in instructions
+            if "submit ONE patch" in instructions.replace("Submit", "submit")
             else "Route"
             if "Decide how the request" in instructions
             else "compose"

@@ -229,8 +229,11 @@ def test_the_document_schema_agrees_with_validation(catalog: Catalog) -> None:
         None,
     ]
     # Inputs may leave out what a binding will fill: the tool's `required` is dropped, the rest kept.
-    assert "required" not in branches[1]["properties"]["input"]
-    assert branches[1]["properties"]["input"]["additionalProperties"] is False
+    assert branches[1]["properties"]["input"] == {"$ref": "#/$defs/input_1"}
+    report_input = schema["$defs"]["input_1"]
+    assert "required" not in report_input
+    assert report_input["additionalProperties"] is False
+    assert set(report_input["properties"]) == {"city", "temperature"}
     patch = catalog.document_schema(max_steps=3, kind="patch")
     assert patch["required"] == ["replace", "steps"]
 
@@ -263,3 +266,47 @@ def test_catalog_construction_errors() -> None:
         Catalog([Recorder().tool("lookup"), Recorder().tool("lookup")])
     with pytest.raises(UserError, match="is external"):
         Catalog([Tool.external_tool("remote", parameters_json_schema={"type": "object", "properties": {}})])
+
+
+def test_the_numbered_schema_admits_only_valid_structure(catalog: Catalog) -> None:
+    numbered = compile_validator(catalog.document_schema(max_steps=3, constrained=True))
+    plain = compile_validator(catalog.document_schema(max_steps=3))
+    good = plan(
+        step("s1"),
+        step(
+            "s2",
+            "report",
+            input={"city": "Oslo", "temperature": 0},
+            depends_on=["s1"],
+            condition={"source_step": "s1", "source_path": "/ok", "equals": True},
+            bindings=[{"source_step": "s1", "source_path": "/t", "target_path": "/temperature"}],
+        ),
+        step("s3", depends_on=["s1", "s2"]),
+    )
+    assert numbered.is_valid(good)
+    assert plain.is_valid(good)
+    validate_plan(good, catalog)
+    bad = [
+        plan(step("a")),  # IDs are numbered
+        plan(step("s1", depends_on=["s1"])),  # no reference to itself
+        plan(step("s1"), step("s2", depends_on=["s3"]), step("s3")),  # nor to a later step (no cycles)
+        plan(step("s1"), step("s1")),  # nor a duplicate ID
+        plan(step("s1", "report")),  # inputs are complete: temperature is missing
+        plan(*[step(f"s{i}") for i in range(1, 5)]),  # at most max_steps
+        plan(step("s1"), step("s2", condition={"source_step": "s9", "source_path": "/x", "equals": 1})),
+    ]
+    for doc in bad:
+        assert not numbered.is_valid(doc), doc
+
+
+def test_the_numbered_patch_schema_replaces_failed_steps_building_on_succeeded_ones(catalog: Catalog) -> None:
+    schema = catalog.document_schema(
+        max_steps=4, kind="patch", replaceable=["s2", "s3"], succeeded=["s1"], constrained=True
+    )
+    validator = compile_validator(schema)
+    assert validator.is_valid({"replace": ["s2"], "steps": [step("s2", depends_on=["s1"])]})
+    assert not validator.is_valid({"replace": ["s1"], "steps": []})  # succeeded: never replaced
+    assert not validator.is_valid({"replace": ["s2"], "steps": [step("s4")]})  # replacements keep the IDs
+    assert not validator.is_valid({"replace": ["s2"], "steps": [step("s2", depends_on=["s3"])]})
+    plain = catalog.document_schema(max_steps=4, kind="patch", replaceable=["s2"])
+    assert plain["properties"]["replace"]["items"] == {"enum": ["s2"]}

@@ -304,6 +304,22 @@ async def test_one_replan_replaces_the_failed_step_and_keeps_successful_work() -
     assert [s.capability for s in result.plan.steps] == ["lookup", "backup", "report"]
 
 
+async def test_a_patch_may_repeat_kept_steps_unchanged_and_they_do_not_run_again() -> None:
+    tools = Recorder()
+    # The model repeats the whole plan (as small models do), changing only the failed step.
+    repeated = [
+        {"id": "base", "capability": "lookup", "input": {"city": "Paris"}},
+        step("fetch", "backup", depends_on=["base"]),
+        step("report", "report", depends_on=["fetch"]),
+    ]
+    script = Script([SUCCESS_THEN_FAIL], patches=[{"replace": ["fetch", "report"], "steps": repeated}])
+    result, events = await collect(PlanningAgent(script.model(), tools=flaky_tools(tools)))
+    assert tools.names() == ["lookup", "primary", "backup", "report"]
+    replan = next(e for e in events if isinstance(e, ReplanEvent))
+    assert (replan.replaced, replan.added) == (("fetch", "report"), ("fetch", "report"))
+    assert result.report.steps["base"].revision == 1
+
+
 async def test_a_second_failure_past_max_replans_fails_the_run() -> None:
     tools = Recorder()
     script = Script(

@@ -11,6 +11,7 @@ import pytest
 
 from ferrule.agent.testing import AgentInfo, full_profile
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
+from ferrule.core.model import JsonSchemaOutput
 from ferrule.core.profile import ModelProfile
 from ferrule.planning import PATCH_TOOL, PLAN_TOOL, PlanBudget, PlanError, PlanningAgent
 
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.anyio
 
 NO_TOOLS = ModelProfile(supports_tools=False, supports_json_object_output=True)
 TOOLS_NO_CHOICE = ModelProfile(supports_tools=True)
+JSON_SCHEMA_ONLY = ModelProfile(supports_json_schema_output=True)
 EMULATED = ModelProfile(
     supports_tools=False,
     tools_emulated_via_output=True,
@@ -27,6 +29,7 @@ EMULATED = ModelProfile(
     supports_json_schema_output=True,
 )
 
+NUMBERED = plan(step("s1"), step("s2", "report", depends_on=["s1"]))
 CYCLIC = plan(step("a", depends_on=["b"]), step("b", depends_on=["a"]))
 GOOD = plan(step("a"), step("b", "report", depends_on=["a"], input={"city": "Paris"}))
 
@@ -50,10 +53,10 @@ async def test_the_planning_request_binds_only_the_plan_tool_with_forced_choice(
     assert list(info.function_tools) == []
     assert info.allow_text_output is False
     assert info.model_settings.tool_choice == [PLAN_TOOL]
-    # Domain tools are catalog text only: named with their side effect and schema, never offered.
+    # Domain tools are catalog text only (their schemas are in the Plan tool's), never offered.
     assert info.instructions is not None
-    assert "- lookup [read_only]: The lookup tool. Input schema:" in info.instructions
-    assert "- report [idempotent]:" in info.instructions
+    assert "- lookup [read_only] (input: city): The lookup tool." in info.instructions
+    assert "- report [idempotent] (input: city): The report tool." in info.instructions
     assert info.output_tools[0].parameters_json_schema["properties"]["steps"]["maxItems"] == 12
     assert tools.names() == ["lookup", "report"]
     assert result.mode == "complex"
@@ -61,9 +64,7 @@ async def test_the_planning_request_binds_only_the_plan_tool_with_forced_choice(
     del messages
 
 
-@pytest.mark.parametrize(
-    ("profile", "choice"), [(full_profile(), [PLAN_TOOL]), (TOOLS_NO_CHOICE, None), (EMULATED, [PLAN_TOOL])]
-)
+@pytest.mark.parametrize(("profile", "choice"), [(full_profile(), [PLAN_TOOL]), (TOOLS_NO_CHOICE, None)])
 async def test_tool_choice_is_forced_where_the_profile_honours_it(
     profile: ModelProfile, choice: object
 ) -> None:
@@ -201,4 +202,36 @@ async def test_patch_tool_call_with_several_output_calls_uses_the_first_valid() 
 
     script, tools = Script([twice]), Recorder()
     await agent_with(script, tools).run("go")
+    assert tools.names() == ["lookup", "report"]
+
+
+async def test_models_with_json_schema_output_but_no_native_tools_plan_through_it() -> None:
+    script, tools = Script([GOOD]), Recorder()
+    await agent_with(script, tools, JSON_SCHEMA_ONLY).run("go")
+    info = script.calls[0][2]
+    assert list(info.output_tools) == []
+    assert isinstance(info.output, JsonSchemaOutput)
+    assert info.output.name == PLAN_TOOL
+    assert (
+        info.output.schema["properties"]["steps"]["items"]["anyOf"][0]["properties"]["id"]["type"] == "string"
+    )
+    assert tools.names() == ["lookup", "report"]
+
+
+async def test_grammar_constrained_models_plan_with_the_numbered_schema() -> None:
+    # The llama.cpp profile: tools only emulated, JSON-schema output enforced by a grammar.
+    script, tools = Script([NUMBERED]), Recorder()
+    result = await agent_with(script, tools, EMULATED).run("go")
+    info = script.calls[0][2]
+    assert list(info.output_tools) == []
+    assert isinstance(info.output, JsonSchemaOutput)
+    schema = info.output.schema
+    lengths = schema["properties"]["steps"]["anyOf"]
+    assert [alt["minItems"] for alt in lengths] == list(range(1, 13))
+    second = schema["$defs"]["step_s2"]["anyOf"][0]["properties"]
+    assert second["id"] == {"const": "s2"}
+    assert second["depends_on"]["items"] == {"enum": ["s1"]}
+    assert "depends_on" not in schema["$defs"]["step_s1"]["anyOf"][0]["properties"]
+    assert result.plan is not None
+    assert [s.id for s in result.plan.steps] == ["s1", "s2"]
     assert tools.names() == ["lookup", "report"]

@@ -33,32 +33,27 @@ ROUTE_TOOL = "Route"
 """The model router's synthetic output tool."""
 
 _PLANNER = """\
-You are the planner. Do not answer the request and do not call the tools yourself: submit ONE plan \
-with {tool}. A plan is {{"version": 1, "steps": [...]}} with at most {max_steps} steps. Each step has:
-- "id": a short unique name;
-- "capability": the tool the step calls, and "input": that tool's arguments;
-- "depends_on": ids of the steps that must finish first (steps whose dependencies are done run in parallel);
-- optionally "condition": {{"source_step", "source_path", "equals"}}: the step runs only if the value at \
-source_path (a JSON Pointer such as "/outdoor_suitable") in source_step's output equals "equals", \
-otherwise it is skipped; source_step must be in depends_on;
-- optionally "bindings": [{{"source_step", "source_path", "target_path"}}]: copies a value of a \
-dependency's output into this step's input (target_path, e.g. "/temperature") before the call; \
-source_step must be in depends_on;
-- optionally "required": false for a step the answer can do without.{agentic}
-Tools (name [side effect]: what it does, then its input schema):
+Do not answer the request: submit ONE plan with {tool}. A plan is {{"version": 1, "steps": [...]}}, \
+at most {max_steps} steps; steps whose dependencies are done run in parallel. A step has "id", \
+"capability" (a tool below) and "input" (its arguments); optionally "depends_on" (ids of earlier \
+steps), "condition" {{"source_step", "source_path", "equals"}} (run only if the value at the JSON \
+Pointer source_path, e.g. "/rain", of that step's output equals "equals"), "bindings" \
+[{{"source_step", "source_path", "target_path"}}] (copy a value of that step's output into this \
+step's input) and "required": false (the answer can do without it). A condition's or binding's \
+source_step must be in depends_on.{agentic}
+Tools:
 {catalog}"""
 
 _AGENTIC = """
-A step may instead be an agentic step: "agent": {"prompt", "tools", "max_tool_calls"} (and no \
-"capability"): a sub-agent that may call only the listed tools, at most max_tool_calls times."""
+Instead of "capability", a step may have "agent": {"prompt", "tools", "max_tool_calls"}: a \
+sub-agent that may call only those tools, at most max_tool_calls times."""
 
 _REPLANNER = """\
-You repair a plan after a required step failed. Submit ONE patch with {tool}: {{"replace": [ids], \
-"steps": [new steps]}}. "replace" must list every failed required step (and may list steps that \
-have not started); "steps" take their place, written like plan steps. Steps that succeeded keep \
-their outputs and never run again: never replace them; new steps may depend on them. \
-Use at most {max_steps} steps in the whole plan.
-Tools (name [side effect]: what it does, then its input schema):
+A required step of the plan failed. Submit ONE patch with {tool}: {{"replace": [ids], "steps": \
+[new steps]}}. "replace" lists every failed required step (and any not started step to change); \
+"steps" take their place, written like plan steps. Succeeded steps keep their outputs and never \
+run again: do not replace them; new steps may depend on them. At most {max_steps} steps in all.
+Tools:
 {catalog}"""
 
 _ROUTER = """\
@@ -168,6 +163,7 @@ class PlanningAgent:
             name=PLAN_TOOL,
             description="Submit the plan: a JSON plan document (version 1) over the tool catalog.",
             schema=self.catalog.document_schema(max_steps=max_steps),
+            constrained_schema=self.catalog.document_schema(max_steps=max_steps, constrained=True),
             instructions=_with_context(
                 _PLANNER.format(
                     tool=PLAN_TOOL,

@@ -27,6 +27,8 @@ MAX_CATALOG_TOOLS = 128
 """Most tools one catalog may hold."""
 MAX_AGENT_TOOL_CALLS = 32
 """The largest `max_tool_calls` an agentic step may ask for."""
+MAX_PLAN_REFS = 256
+"""Most dependencies one step of the plain schema may list (the plan's own size bounds them further)."""
 
 _DEFS = "#/$defs/"
 
@@ -94,7 +96,7 @@ class Catalog:
         self.agentic_steps = agentic_steps
         """Whether plans may contain agentic steps."""
         self._validators: dict[str, SchemaValidator] = {}
-        self._schemas: dict[tuple[int, str], dict[str, Any]] = {}
+        self._schemas: dict[tuple[int, str, bool], dict[str, Any]] = {}
         for name, tool in found.items():
             try:
                 self._validators[name] = compile_validator(relaxed(tool.parameters_json_schema))
@@ -102,13 +104,14 @@ class Catalog:
                 raise UserError(f"the schema of tool {name!r} cannot be used in a plan: {exc}") from exc
         lines: list[str] = []
         for name, tool in found.items():
-            params = json.dumps(tool.parameters_json_schema, separators=(",", ":"))
             description = (tool.description or "").strip().splitlines()
             summary = description[0] if description else "(no description)"
-            lines.append(f"- {name} [{tool.side_effect}]: {summary} Input schema: {params}")
+            params = ", ".join(tool.parameters_json_schema.get("properties", {})) or "none"
+            lines.append(f"- {name} [{tool.side_effect}] (input: {params}): {summary}")
         self._description = "\n".join(lines)
         # A tool schema that cannot be embedded, or a plan schema outside the local dialect, fails here.
         compile_validator(self.document_schema(max_steps=1))
+        compile_validator(self.document_schema(max_steps=2, constrained=True))
 
     def names_text(self) -> str:
         """The tool names, for messages."""
@@ -143,51 +146,48 @@ class Catalog:
                 step_id=step_id,
             )
 
-    def document_schema(self, *, max_steps: int, kind: Literal["plan", "patch"] = "plan") -> dict[str, Any]:
-        """The JSON Schema of a plan document (or patch) over this catalog; a fresh copy each call."""
-        key = (max_steps, kind)
+    def document_schema(
+        self,
+        *,
+        max_steps: int,
+        kind: Literal["plan", "patch"] = "plan",
+        replaceable: Sequence[str] | None = None,
+        succeeded: Sequence[str] = (),
+        constrained: bool = False,
+    ) -> dict[str, Any]:
+        """The JSON Schema of a plan document (or patch) over this catalog; a fresh copy each call.
+
+        Each step is one of the catalog's tools with that tool's input schema (minus `required`:
+        bindings may fill those), or an agentic step. For a patch, `replaceable` (the failed and
+        not yet started steps) restricts what `replace` may name.
+
+        `constrained=True` is the variant for models whose output a grammar enforces (llama.cpp):
+        step IDs are numbered (`s1`, `s2`, ...), every reference names an earlier step (of a patch:
+        a step that `succeeded`), and inputs are complete, so a model under constrained decoding
+        cannot write an unknown dependency, a cycle, a duplicate ID or an incomplete input at all.
+        Every document it admits is also admitted by the plain schema.
+        """
+        if constrained and kind == "patch":
+            return self._patch_schema(tuple(replaceable or ()), tuple(succeeded), max_steps, constrained=True)
+        key = (max_steps, kind, constrained)
         cached = self._schemas.get(key)
         if cached is None:
-            cached = self._schemas[key] = self._build_schema(max_steps, kind)
-        return cast("dict[str, Any]", json.loads(json.dumps(cached)))
+            if kind == "plan":
+                cached = self._plan_schema(max_steps, constrained=constrained)
+            else:
+                cached = self._patch_schema(None, (), max_steps, constrained=False)
+            self._schemas[key] = cached
+        schema = cast("dict[str, Any]", json.loads(json.dumps(cached)))
+        if kind == "patch" and replaceable is not None:
+            schema["properties"]["replace"]["items"] = {"enum": list(replaceable)}
+        return schema
 
-    def _build_schema(self, max_steps: int, kind: str) -> dict[str, Any]:
-        string_id = {"type": "string", "minLength": 1, "maxLength": MAX_STEP_ID_CHARS}
-        pointer = {"type": "string", "maxLength": MAX_POINTER_CHARS}
-        defs: dict[str, Any] = {
-            "condition": {
-                "type": "object",
-                "description": "Run the step only if source_path in source_step's output equals `equals`.",
-                "properties": {"source_step": string_id, "source_path": pointer, "equals": {}},
-                "required": ["source_step", "source_path", "equals"],
-                "additionalProperties": False,
-            },
-            "binding": {
-                "type": "object",
-                "description": "Copy source_path of source_step's output to target_path of this step's input.",
-                "properties": {"source_step": string_id, "source_path": pointer, "target_path": pointer},
-                "required": ["source_step", "source_path", "target_path"],
-                "additionalProperties": False,
-            },
-        }
-        common: dict[str, Any] = {
-            "depends_on": {"type": "array", "items": string_id, "maxItems": max_steps},
-            "condition": {"$ref": "#/$defs/condition"},
-            "bindings": {"type": "array", "items": {"$ref": "#/$defs/binding"}, "maxItems": MAX_BINDINGS},
-            "required": {"type": "boolean"},
-            "title": {"type": "string", "maxLength": MAX_TITLE_CHARS},
-        }
-        branches: list[dict[str, Any]] = []
+    def _base_defs(self, *, complete: bool) -> dict[str, Any]:
+        """Definitions every variant shares: each tool's input schema (and the agent task)."""
+        defs: dict[str, Any] = {}
         for index, (name, tool) in enumerate(self.tools.items()):
-            params = _hoist(relaxed(tool.parameters_json_schema), f"t{index}_", defs, name)
-            branches.append(
-                {
-                    "type": "object",
-                    "properties": {"id": string_id, "capability": {"const": name}, "input": params, **common},
-                    "required": ["id", "capability"],
-                    "additionalProperties": False,
-                }
-            )
+            schema = tool.parameters_json_schema if complete else relaxed(tool.parameters_json_schema)
+            defs[f"input_{index}"] = _hoist(schema, f"t{index}_", defs, name)
         if self.agentic_steps:
             defs["agent_task"] = {
                 "type": "object",
@@ -204,11 +204,75 @@ class Catalog:
                 "required": ["prompt", "tools", "max_tool_calls"],
                 "additionalProperties": False,
             }
+        return defs
+
+    def _branches(
+        self, defs: dict[str, Any], *, step_id: dict[str, Any], refs: Sequence[str] | None, suffix: str
+    ) -> list[dict[str, Any]]:
+        """The alternatives for one step: a call of each tool, or an agentic step.
+
+        `refs=None` lets references name any step; a sequence allows only those (none: the step
+        has no dependencies, condition or bindings).
+        """
+        pointer = {"type": "string", "maxLength": MAX_POINTER_CHARS}
+        ref: dict[str, Any] = (
+            {"type": "string", "minLength": 1, "maxLength": MAX_STEP_ID_CHARS}
+            if refs is None
+            else {"enum": list(refs)}
+        )
+        common: dict[str, Any] = {}
+        if refs is None or refs:
+            defs[f"condition{suffix}"] = {
+                "type": "object",
+                "description": "Run the step only if source_path in source_step's output equals `equals`.",
+                "properties": {"source_step": ref, "source_path": pointer, "equals": {}},
+                "required": ["source_step", "source_path", "equals"],
+                "additionalProperties": False,
+            }
+            defs[f"binding{suffix}"] = {
+                "type": "object",
+                "description": "Copy source_path of source_step's output to target_path of this step's input.",
+                "properties": {"source_step": ref, "source_path": pointer, "target_path": pointer},
+                "required": ["source_step", "source_path", "target_path"],
+                "additionalProperties": False,
+            }
+            common = {
+                "depends_on": {
+                    "type": "array",
+                    "items": ref,
+                    "maxItems": len(refs) if refs else MAX_PLAN_REFS,
+                },
+                "condition": {"$ref": f"#/$defs/condition{suffix}"},
+                "bindings": {
+                    "type": "array",
+                    "items": {"$ref": f"#/$defs/binding{suffix}"},
+                    "maxItems": MAX_BINDINGS,
+                },
+            }
+        common["required"] = {"type": "boolean"}
+        if refs is None:
+            common["title"] = {"type": "string", "maxLength": MAX_TITLE_CHARS}
+        branches: list[dict[str, Any]] = []
+        for index, name in enumerate(self.tools):
             branches.append(
                 {
                     "type": "object",
                     "properties": {
-                        "id": string_id,
+                        "id": step_id,
+                        "capability": {"const": name},
+                        "input": {"$ref": f"#/$defs/input_{index}"},
+                        **common,
+                    },
+                    "required": ["id", "capability"] if refs is None else ["id", "capability", "input"],
+                    "additionalProperties": False,
+                }
+            )
+        if self.agentic_steps:
+            branches.append(
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": step_id,
                         "agent": {"$ref": "#/$defs/agent_task"},
                         "input": {"type": "object"},
                         **common,
@@ -217,19 +281,14 @@ class Catalog:
                     "additionalProperties": False,
                 }
             )
-        step = branches[0] if len(branches) == 1 else {"anyOf": branches}
-        steps: dict[str, Any] = {"type": "array", "items": step, "maxItems": max_steps}
-        if kind == "plan":
-            steps["minItems"] = 1
-            properties: dict[str, Any] = {"version": {"const": 1}, "steps": steps}
-            required = ["version", "steps"]
-        else:
-            properties = {
-                "replace": {"type": "array", "items": string_id, "minItems": 1, "maxItems": max_steps},
-                "steps": steps,
-                "version": {"const": 1},
-            }
-            required = ["replace", "steps"]
+        return branches
+
+    @staticmethod
+    def _one_of(branches: list[dict[str, Any]]) -> dict[str, Any]:
+        return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+    @staticmethod
+    def _document(properties: dict[str, Any], required: list[str], defs: dict[str, Any]) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": properties,
@@ -238,6 +297,71 @@ class Catalog:
             "$defs": defs,
         }
 
+    def _plan_schema(self, max_steps: int, *, constrained: bool) -> dict[str, Any]:
+        defs = self._base_defs(complete=constrained)
+        if not constrained:
+            step = self._one_of(
+                self._branches(
+                    defs,
+                    step_id={"type": "string", "minLength": 1, "maxLength": MAX_STEP_ID_CHARS},
+                    refs=None,
+                    suffix="",
+                )
+            )
+            steps: dict[str, Any] = {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps}
+        else:
+            ids = [f"s{k + 1}" for k in range(max_steps)]
+            for k, step_id in enumerate(ids):
+                branches = self._branches(
+                    defs, step_id={"const": step_id}, refs=ids[:k], suffix=f"_{step_id}"
+                )
+                defs[f"step_{step_id}"] = self._one_of(branches)
+            # One alternative per plan length: step k may only reference steps 1 ... k-1.
+            steps = {
+                "anyOf": [
+                    {
+                        "type": "array",
+                        "prefixItems": [{"$ref": f"#/$defs/step_{i}"} for i in ids[:n]],
+                        "minItems": n,
+                        "maxItems": n,
+                    }
+                    for n in range(1, max_steps + 1)
+                ]
+            }
+        return self._document({"version": {"const": 1}, "steps": steps}, ["version", "steps"], defs)
+
+    def _patch_schema(
+        self,
+        replaceable: tuple[str, ...] | None,
+        succeeded: tuple[str, ...],
+        max_steps: int,
+        *,
+        constrained: bool,
+    ) -> dict[str, Any]:
+        defs = self._base_defs(complete=constrained)
+        if constrained:
+            assert replaceable is not None
+            # Replacements take the IDs of the steps they replace and build on succeeded work only.
+            branches = self._branches(
+                defs, step_id={"enum": list(replaceable)}, refs=succeeded, suffix="_patch"
+            )
+            limit = len(replaceable)
+            replace: dict[str, Any] = {
+                "type": "array",
+                "items": {"enum": list(replaceable)},
+                "minItems": 1,
+                "maxItems": limit,
+            }
+        else:
+            string_id = {"type": "string", "minLength": 1, "maxLength": MAX_STEP_ID_CHARS}
+            branches = self._branches(defs, step_id=string_id, refs=None, suffix="")
+            limit = max_steps
+            replace = {"type": "array", "items": string_id, "minItems": 1, "maxItems": max_steps}
+        steps = {"type": "array", "items": self._one_of(branches), "maxItems": limit}
+        return self._document(
+            {"replace": replace, "steps": steps, "version": {"const": 1}}, ["replace", "steps"], defs
+        )
+
     def describe(self) -> str:
-        """One line per tool (name, side effect, description, input schema) for planner prompts."""
+        """One line per tool (name, side effect, parameter names, summary) for planner prompts."""
         return self._description

@@ -1,8 +1,9 @@
 """The model calls of a planning run that produce structured output: planner, replanner, router.
 
 Each binds its result type as the ONLY output tool of the request, with `tool_choice` naming it,
-so the model's answer is exactly that tool's arguments; models whose profile has no tools (native
-or emulated) get the same schema as prompted JSON instead. Domain tools are never offered to these
+so the model's answer is exactly that tool's arguments. Models whose profile has no native tools
+answer in JSON instead: constrained by the provider's JSON-schema mode where the profile has one
+(llama.cpp enforces it with a grammar), else prompted. Domain tools are never offered to these
 calls: the planner sees them only as catalog text. The arguments are decoded within the agent's
 bounded-JSON limits and then validated again here (schema, plan rules, patch rules) before
 anything executes; a rejected answer goes back to the model as a retry prompt.
@@ -13,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ferrule.agent import Agent, ModelRetry, PromptedOutput, RunContext, StructuredDict, ToolOutput
+from ferrule.agent import (
+    Agent,
+    ModelRetry,
+    NativeOutput,
+    PromptedOutput,
+    RunContext,
+    StructuredDict,
+    ToolOutput,
+)
 from ferrule.agent.exceptions import OutputRetriesExceeded, run_state_of
 from ferrule.core import bounded_json
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
@@ -68,7 +77,16 @@ def _answer_args(messages: Sequence[Message], name: str) -> Any:
 class StructuredRole:
     """One kind of structured call (the planner, the replanner, the router), its agents built per model profile."""
 
-    __slots__ = ("_agents", "description", "instructions", "name", "retries", "schema", "settings")
+    __slots__ = (
+        "_agents",
+        "constrained_schema",
+        "description",
+        "instructions",
+        "name",
+        "retries",
+        "schema",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -79,29 +97,54 @@ class StructuredRole:
         instructions: str,
         retries: int,
         settings: ModelSettings | None,
+        constrained_schema: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.schema = schema
+        self.constrained_schema = constrained_schema
+        """The schema for models whose output a grammar enforces (`tools_emulated_via_output`)."""
         self.instructions = instructions
         self.retries = retries
         self.settings = settings
         self._agents: dict[int, tuple[Any, Agent[Job, Any]]] = {}
 
+    def with_schema(
+        self, schema: dict[str, Any], constrained_schema: dict[str, Any] | None = None
+    ) -> StructuredRole:
+        """The same role answering with other schemas (its agents are built anew)."""
+        return StructuredRole(
+            name=self.name,
+            description=self.description,
+            schema=schema,
+            instructions=self.instructions,
+            retries=self.retries,
+            settings=self.settings,
+            constrained_schema=constrained_schema,
+        )
+
     def agent_for(self, model: Model) -> Agent[Job, Any]:
-        """The agent for this model's profile: output tool with forced choice, or prompted JSON."""
+        """The agent for this model's profile: output tool with forced choice, else constrained
+        (native JSON-schema) or prompted JSON; the numbered schema for grammar-constrained models."""
         profile = model.profile
         cached = self._agents.get(id(profile))
         if cached is not None and cached[0] is profile:
             return cached[1]
-        shape = StructuredDict(self.schema, name=self.name, description=self.description)
+        schema = self.schema
+        if profile.tools_emulated_via_output and self.constrained_schema is not None:
+            schema = self.constrained_schema
+        shape = StructuredDict(schema, name=self.name, description=self.description)
         settings = self.settings
         output: Any
-        if profile.supports_tools or profile.tools_emulated_via_output:
+        if profile.supports_tools:
             output = ToolOutput(shape, name=self.name, description=self.description)
             if profile.supports_tool_choice:
                 forced = ModelSettings(tool_choice=[self.name])
                 settings = forced if settings is None else settings.merge(forced)
+        elif profile.supports_json_schema_output:
+            # Emulated tools would put the whole schema into the prompt; the JSON-schema mode only
+            # constrains the output (llama.cpp compiles it into a grammar).
+            output = NativeOutput(shape, name=self.name, description=self.description)
         else:
             output = PromptedOutput(shape, name=self.name, description=self.description)
         agent: Agent[Job, Any] = Agent(

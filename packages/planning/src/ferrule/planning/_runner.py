@@ -56,7 +56,7 @@ from ._events import (
     StepStartEvent,
 )
 from ._limits import clip
-from ._pointer import PointerError, assign, format_pointer, json_equal, resolve
+from ._pointer import PointerError, assign, format_pointer, json_equal, parse_pointer, resolve
 from ._results import (
     ActionReceipt,
     ActionStatus,
@@ -465,30 +465,28 @@ class Runner:
     # --- execution --------------------------------------------------------------------------------
 
     async def _execute(self) -> None:
-        started = time.perf_counter()
-        try:
-            while True:
-                plan = self.plan
-                assert plan is not None
-                await self._clear_ready(plan)
-                ready = [
-                    s
-                    for s in plan.steps
-                    if self.states[s.id].status == "pending" and self.states[s.id].cleared
-                ]
-                if not ready:
-                    break
-                batch = ready[: self.budget.max_parallel_steps]
+        while True:
+            plan = self.plan
+            assert plan is not None
+            await self._clear_ready(plan)
+            ready = [
+                s for s in plan.steps if self.states[s.id].status == "pending" and self.states[s.id].cleared
+            ]
+            if not ready:
+                break
+            batch = ready[: self.budget.max_parallel_steps]
+            started = time.perf_counter()
+            try:
                 await self._run_batch(batch)
-                broken = [
-                    self.states[s.id]
-                    for s in batch
-                    if s.doc.required and self.states[s.id].status in ("failed", "unknown")
-                ]
-                if broken:
-                    await self._replan(broken)
-        finally:
-            self.seconds["execution"] += time.perf_counter() - started
+            finally:
+                self.seconds["execution"] += time.perf_counter() - started
+            broken = [
+                self.states[s.id]
+                for s in batch
+                if s.doc.required and self.states[s.id].status in ("failed", "unknown")
+            ]
+            if broken:
+                await self._replan(broken)
         await self.emit(PlanCompletedEvent(run_id=self.run_id, revision=self.revision, trace=self.trace))
 
     async def _skip(self, state: StepState, reason: str) -> None:
@@ -910,7 +908,22 @@ class Runner:
         plan = self.plan
         assert plan is not None
         started = time.perf_counter()
-        job = Job(self._check_patch, self.replanner.name)
+        replaceable = [
+            s.step.id for s in self.states.values() if s.status in ("failed", "pending") and s.repeatable
+        ]
+        succeeded = [s.step.id for s in self.states.values() if s.status == "succeeded"]
+        max_steps = self.budget.max_steps
+        role = self.replanner.with_schema(
+            self.catalog.document_schema(max_steps=max_steps, kind="patch", replaceable=replaceable),
+            self.catalog.document_schema(
+                max_steps=max_steps,
+                kind="patch",
+                replaceable=replaceable,
+                succeeded=succeeded,
+                constrained=True,
+            ),
+        )
+        job = Job(self._check_patch, role.name)
         try:
             limits = UsageLimits(
                 request_limit=self.model_allowance(f"replanning after step {first.step.id!r} failed")
@@ -918,7 +931,7 @@ class Runner:
             try:
                 compiled, replaced, added = cast(
                     "tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]",
-                    await self.replanner.call(
+                    await role.call(
                         self.planner_model,
                         self._replan_prompt(plan),
                         job,
@@ -975,6 +988,7 @@ class Runner:
         return apply_patch(self, patch)
 
     def _replan_prompt(self, plan: CompiledPlan) -> str:
+        failed = [s.step.id for s in self.states.values() if s.status == "failed" and s.step.doc.required]
         lines = [
             f"The request was: {self.prompt}",
             "",
@@ -994,8 +1008,9 @@ class Runner:
                 lines.append(f"- {step.id}: {state.status}: {state.error}")
         lines += [
             "",
-            f"Submit a patch with {self.replanner.name}: 'replace' lists the failed required steps (and any "
-            "not started steps you want to change); 'steps' are the new steps that take their place. "
+            f"Submit a patch with {self.replanner.name}: 'replace' lists the failed required steps "
+            f"({', '.join(failed)}) and any not started steps you want to change; 'steps' are the new steps "
+            "that take their place. "
             "Steps that succeeded keep their outputs and never run again: do not replace them, but new "
             "steps may depend on them.",
         ]
@@ -1058,6 +1073,27 @@ class Runner:
         return result.output
 
 
+def _canonical(step: TaskStep) -> TaskStep:
+    """`step` with its pointers in canonical form (as a validated plan holds them), where they parse."""
+    try:
+        condition = step.condition
+        if condition is not None:
+            condition = msgspec.structs.replace(
+                condition, source_path=format_pointer(parse_pointer(condition.source_path))
+            )
+        bindings = tuple(
+            msgspec.structs.replace(
+                b,
+                source_path=format_pointer(parse_pointer(b.source_path)),
+                target_path=format_pointer(parse_pointer(b.target_path)),
+            )
+            for b in step.bindings
+        )
+    except PointerError:
+        return step
+    return msgspec.structs.replace(step, condition=condition, bindings=bindings)
+
+
 def _check_route(output: dict[str, Any]) -> Mode:
     mode = output.get("mode")
     if mode not in ("chat", "complex"):
@@ -1096,14 +1132,21 @@ def apply_patch(runner: Runner, patch: PlanPatch) -> tuple[CompiledPlan, tuple[s
             raise PlanError("the patch must replace this failed required step", step_id=state.step.id)
     removed = set(replace)
     kept_ids = {s.id for s in plan.steps if s.id not in removed}
+    added: list[TaskStep] = []
     for new in patch.steps:
         if new.id in kept_ids:
-            raise PlanError("a patch step reuses the ID of a step the patch keeps", step_id=new.id)
+            # Models often repeat the whole plan: a kept step repeated unchanged is not a change.
+            if _canonical(new) == plan.by_id[new.id].doc:
+                continue
+            raise PlanError(
+                "a patch step reuses the ID of a step the patch keeps, with changes", step_id=new.id
+            )
+        added.append(new)
     first = min(runner.states[step_id].step.index for step_id in replace)
     steps: list[TaskStep] = []
     for step in plan.steps:
         if step.index == first:
-            steps.extend(patch.steps)
+            steps.extend(added)
         if step.id not in removed:
             steps.append(step.doc)
     compiled = compile_plan(
@@ -1111,10 +1154,4 @@ def apply_patch(runner: Runner, patch: PlanPatch) -> tuple[CompiledPlan, tuple[s
         runner.catalog,
         max_steps=runner.budget.max_steps,
     )
-    # A kept step stays exactly as it was: its output belongs to its definition.
-    for step in compiled.steps:
-        if (
-            step.id in kept_ids and step.doc != plan.by_id[step.id].doc
-        ):  # pragma: no cover - compile keeps docs
-            raise PlanError("a kept step changed", step_id=step.id)
-    return compiled, tuple(replace), tuple(s.id for s in patch.steps)
+    return compiled, tuple(replace), tuple(s.id for s in added)
