@@ -139,7 +139,9 @@ PLAN: dict[str, Any] = {
 }
 """The plan the scripted planner writes (and the one docs/images/plan_household.svg draws)."""
 
-REQUEST = "Get our household in Utrecht ready for the weekend: groceries, laundry, garden, and tell the family."
+REQUEST = (
+    "Get our household in Utrecht ready for the weekend: groceries, laundry, garden, and tell the family."
+)
 
 
 def reference_plan() -> PlanDocument:
@@ -157,7 +159,9 @@ def scripted(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("Patch", {"replace": ["groceries"], "steps": [retry]})])
     first = messages[0]
     assert isinstance(first, ModelRequest)
-    text = "".join(p.content for p in first.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str))
+    text = "".join(
+        p.content for p in first.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+    )
     done = {s["step"]: s.get("output") for s in json.loads(text.split("Evidence (JSON):\n", 1)[1])["steps"]}
     order, laundry = done["groceries"], done["laundry"]
     return ModelResponse(

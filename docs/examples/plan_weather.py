@@ -35,6 +35,8 @@ CITIES = {
 }
 CALLS: list[str] = []
 """Every tool call the example made, in order (the skipped branch never appears)."""
+PRIMARY = {"up": False}
+"""Whether the primary weather service answers (it is down in the example)."""
 
 
 def weather_current(city: str) -> dict[str, Any]:
@@ -44,7 +46,17 @@ def weather_current(city: str) -> dict[str, Any]:
         city: The city's name, e.g. "Shenzhen".
     """
     CALLS.append(f"weather_current({city})")
-    raise ModelRetry("the primary weather service is unavailable (HTTP 503)")
+    if not PRIMARY["up"]:
+        raise ModelRetry("the primary weather service is unavailable (HTTP 503)")
+    return weather_report(city)
+
+
+def weather_report(city: str) -> dict[str, Any]:
+    """The weather both services report."""
+    return {
+        "city": city,
+        **CITIES.get(city, {"condition": "cloudy", "temperature": 15, "outdoor_suitable": False}),
+    }
 
 
 def weather_backup(city: str) -> dict[str, Any]:
@@ -54,10 +66,7 @@ def weather_backup(city: str) -> dict[str, Any]:
         city: The city's name, e.g. "Shenzhen".
     """
     CALLS.append(f"weather_backup({city})")
-    return {
-        "city": city,
-        **CITIES.get(city, {"condition": "cloudy", "temperature": 15, "outdoor_suitable": False}),
-    }
+    return weather_report(city)
 
 
 def activity_outdoor(city: str, temperature: int) -> dict[str, Any]:

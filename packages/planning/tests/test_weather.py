@@ -157,3 +157,30 @@ def test_the_example_script_prints_both_branches() -> None:
         "  skipped: outdoor (condition false: /outdoor_suitable of 'weather' is false, not true)",
         "  revision=2 replans=1 batches=4 steps=4 tool_calls=4 model_calls=3",
     ]
+
+
+def test_the_household_example_runs_offline() -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "plan_household.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == (
+        "Ordered milk and eggs (order A-1001, Saturday 10:00); it will rain, so the laundry goes in the "
+        "dryer and the garden waits. The family board is updated."
+    )
+    calls = lines[1].removeprefix("  calls: ").split("; ")
+    # Batches: fridge + forecast, then groceries (fails) + laundry, then the retried order, then the board.
+    assert sorted(calls[:2]) == ["fridge_inventory", "weather_forecast(Utrecht)"]
+    assert sorted(calls[2:4]) == ["laundry_plan(rain=True)", "order_groceries(milk, eggs)"]
+    assert calls[4:] == ["order_groceries(milk, eggs)", "family_board(A-1001)"]
+    assert not any(c.startswith("garden_chores") for c in calls)
+    assert lines[2:] == [
+        "  actions: order_groceries=failed, order_groceries=succeeded, family_board=succeeded",
+        "  skipped: garden",
+        "  revision=2 replans=1 batches=4 steps=6 tool_calls=6 model_calls=3",
+    ]
