@@ -50,7 +50,9 @@ def _weather() -> str:
 
     example = _example("plan_weather")
     agent = example.build_agent("test:planner")
-    document = validate_plan({"version": 1, "steps": example.plan_for("Shenzhen", "weather_backup")}, agent.catalog)
+    document = validate_plan(
+        {"version": 1, "steps": example.plan_for("Shenzhen", "weather_backup")}, agent.catalog
+    )
     return render_mermaid(document, title="Tonight in Shenzhen")
 
 

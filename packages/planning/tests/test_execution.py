@@ -649,3 +649,18 @@ async def test_an_agentic_step_over_its_tool_call_budget_fails() -> None:
     assert raised.value.step_id == "research"
     assert tools.names()[0] == "lookup"
     assert sorted(tools.names()[1:]) == ["lookup", "note"]  # the second round was refused before it ran
+
+
+async def test_model_retry_messages_are_redacted_in_receipts_and_events() -> None:
+    tools = Recorder()
+    leaky = tools.tool(
+        "leak", fail=ModelRetry("rejected key sk-abcdefghijklmnopqrstuvwx"), side_effect="idempotent"
+    )
+    script = Script([plan({"id": "a", "capability": "leak", "input": {"city": "x"}, "required": False})])
+    result, events = await collect(PlanningAgent(script.model(), tools=[leaky]))
+    failed = next(e for e in events if isinstance(e, StepFailedEvent))
+    detail = result.actions[0].detail
+    assert detail is not None
+    for text in (failed.error, detail, result.report.steps["a"].error or ""):
+        assert "rejected key" in text
+        assert "sk-abcdefghijklmnopqrstuvwx" not in text

@@ -111,7 +111,6 @@ class Catalog:
         self._description = "\n".join(lines)
         # A tool schema that cannot be embedded, or a plan schema outside the local dialect, fails here.
         compile_validator(self.document_schema(max_steps=1))
-        compile_validator(self.document_schema(max_steps=2, constrained=True))
 
     def names_text(self) -> str:
         """The tool names, for messages."""

@@ -69,7 +69,7 @@ from ._results import (
     StepStatus,
 )
 from ._roles import Job, StructuredRole
-from ._util import call_user, describe_error
+from ._util import call_user, describe_error, safe_text
 
 __all__ = ["Runner", "receipts_from_messages"]
 
@@ -114,17 +114,17 @@ def receipts_from_messages(
             status: ActionStatus
             detail: str | None = None
             if isinstance(part, RetryPromptPart):
-                status, detail = "failed", clip(part.model_response())
+                status, detail = "failed", safe_text(part.model_response())
             elif part.outcome == "success":
                 status = "succeeded"
             elif part.outcome == "denied":
-                status, detail = "denied", clip(part.model_response_str())
+                status, detail = "denied", safe_text(part.model_response_str())
             elif part.outcome == "interrupted":
                 metadata = cast("dict[str, Any]", part.metadata) if isinstance(part.metadata, dict) else {}
                 unknown = metadata.get("ferrule_outcome") == "unknown"
-                status, detail = ("unknown" if unknown else "failed"), clip(part.model_response_str())
+                status, detail = ("unknown" if unknown else "failed"), safe_text(part.model_response_str())
             else:
-                status, detail = "failed", clip(part.model_response_str())
+                status, detail = "failed", safe_text(part.model_response_str())
             receipts.append(
                 ActionReceipt(
                     tool_call_id=part.tool_call_id,
@@ -746,8 +746,8 @@ class Runner:
                 await self._step_failed(state, "failed", error)
             return
         except ModelRetry as exc:
-            self._receipt(tool, call_id, step.id, "failed", clip(exc.message))
-            await self._step_failed(state, "failed", clip(exc.message))
+            self._receipt(tool, call_id, step.id, "failed", safe_text(exc.message))
+            await self._step_failed(state, "failed", safe_text(exc.message))
             return
         except Exception as exc:
             error = describe_error(exc)

@@ -11,13 +11,17 @@ import anyio
 from ._limits import clip
 
 
-def describe_error(error: BaseException) -> str:
-    """`Type: message`, bounded, with credentials redacted: safe for events, receipts and models."""
+def safe_text(text: str) -> str:
+    """`text` bounded and with credentials redacted: safe for events, receipts and models."""
     from ferrule.core.http import redact_text
 
-    message = str(error)
-    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     return clip(redact_text(text))
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message`, bounded, with credentials redacted."""
+    message = str(error)
+    return safe_text(f"{type(error).__name__}: {message}" if message else type(error).__name__)
 
 
 async def call_user(function: Callable[..., Any], *args: Any) -> Any:
