@@ -116,7 +116,7 @@ async def test_the_composer_turns_evidence_into_the_answer() -> None:
     )
     assert min(stats.planning_seconds, stats.execution_seconds, stats.composing_seconds) >= 0
     assert stats.total_seconds >= stats.planning_seconds + stats.execution_seconds + stats.composing_seconds
-    assert result.usage().requests == 2
+    assert (result.usage().requests, result.usage().tool_calls) == (2, 2)
 
 
 # --- M-14: stream events -----------------------------------------------------------------------------

@@ -83,13 +83,12 @@ def _with_context(text: str, instructions: str | None) -> str:
 class PlanStream:
     """The events of a streamed run: plan events, then the composer's (or chat loop's) agent events."""
 
-    __slots__ = ("_done", "_error", "_receive", "_result")
+    __slots__ = ("_error", "_receive", "_result")
 
     def __init__(self, receive: MemoryObjectReceiveStream[Any]) -> None:
         self._receive = receive
         self._result: PlanningResult | None = None
         self._error: BaseException | None = None
-        self._done = False
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._events()
@@ -97,7 +96,6 @@ class PlanStream:
     async def _events(self) -> AsyncGenerator[Any]:
         async for event in self._receive:
             yield event
-        self._done = True
         if self._error is not None:
             raise self._error
 

@@ -301,7 +301,7 @@ class Runner:
                 composing_seconds=self.seconds["composing"],
                 total_seconds=time.perf_counter() - self.started,
             ),
-            usage=self.usage,
+            usage=self.usage + RunUsage(),  # a snapshot: the run's own object keeps changing
         )
 
     def fail(self, error: PlanRunError) -> PlanRunError:
@@ -717,6 +717,7 @@ class Runner:
                 return
         self.counts["steps"] += 1
         self.tool_calls += 1
+        self.usage.tool_calls += 1
         await self.emit(
             StepStartEvent(
                 run_id=self.run_id,
