@@ -29,6 +29,11 @@ def test_postgres_urls_use_psycopg(scheme: str) -> None:
     assert url.url == "postgresql+psycopg://app@db.internal:5433/agents"
 
 
+def test_the_repr_docs_durable_md_shows() -> None:
+    shared = database_url("postgresql://app:secret@db.internal/agents")
+    assert str(shared) == "DatabaseUrl('postgresql+psycopg://app:***@db.internal/agents')"
+
+
 def test_the_password_is_hidden_everywhere_but_url() -> None:
     url = database_url("postgresql://app:s3cret-pw@db.internal/agents")
     assert "s3cret-pw" in url.url
