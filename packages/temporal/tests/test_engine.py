@@ -57,3 +57,12 @@ def test_the_time_skipping_server_starts_from_its_wheel(tmp_path: Path) -> None:
         assert int(port) > 0
     finally:
         assert server.terminate() == 0
+
+
+def test_the_agent_loop_runs_and_replays_as_workflow_code(temporal_server: str, tmp_path: Path) -> None:
+    worker = Worker(WORKERS / "loop.py", [temporal_server, f"loop-{tmp_path.name}"], logs=tmp_path)
+    lines = worker.finish()
+    assert 'result {"add": 0}' in lines
+    # prompt, the tool call, its result, the final answer
+    assert "messages 4" in lines
+    assert "replayed" in lines
