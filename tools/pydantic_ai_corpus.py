@@ -732,7 +732,7 @@ def agent_history(out: Path) -> None:
     )
 
     @agent.tool
-    def temperature(ctx: RunContext[dict[str, float]], city: str) -> float:  # pyright: ignore[reportUnusedFunction]
+    def temperature(ctx: RunContext[dict[str, float]], city: str) -> float:
         """The current temperature in a city, in degrees Celsius."""
         return ctx.deps[city]
 
