@@ -21,7 +21,16 @@ from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RunUsage, UsageLimits
 
-from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
+from ._deferred import (
+    Decision,
+    ExternalResult,
+    Paused,
+    PausedState,
+    PauseRequiredError,
+    ResumeDecisions,
+    check_decisions,
+)
+from ._errors import PausedStateError, RunTimeoutError, ToolDefinitionError, attach_state
 from ._ext import NO_OPTIONS, RunExt, RunOptions
 from ._instrument import InstrumentationSettings, Tracer
 from ._output import (
@@ -48,7 +57,6 @@ from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
-from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 from .pricing import Pricing
@@ -487,8 +495,6 @@ class Agent(Generic[DepsT, OutputT]):
             else:
                 run.instructions = await self._resolve_instructions(run, instructions, plan)
         except TimeoutError as exc:
-            from .exceptions import RunTimeoutError
-
             raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
         if prompt is not None:
             content = prompt if isinstance(prompt, str) else list(prompt)

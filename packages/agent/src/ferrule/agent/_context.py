@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
@@ -11,8 +11,7 @@ from ferrule.core.messages import Message
 from ferrule.core.model import Model
 from ferrule.core.usage import RunUsage
 
-if TYPE_CHECKING:
-    from .capabilities import CapabilitySnapshot
+from ._protocols import ActiveCapabilities
 
 __all__ = ["DepsT", "RunContext"]
 
@@ -64,7 +63,7 @@ class RunContext(Generic[DepsT]):
         run_step: int = 0,
         output_retries: int = 0,
         partial_output: bool = False,
-        capabilities: CapabilitySnapshot | None = None,
+        capabilities: ActiveCapabilities | None = None,
     ) -> None:
         self.deps = deps
         """The dependencies passed to `run(deps=...)`."""

@@ -13,9 +13,9 @@ from ferrule.core.messages import Message, TextPart, ToolCallPart
 from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
 from ferrule.core.usage import RunUsage
 
-from ._deferred import Paused
+from ._deferred import Paused, PauseRequiredError
+from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
-from .exceptions import PauseRequiredError, RunCancelledError, attach_state
 
 if TYPE_CHECKING:
     from ._run import Run

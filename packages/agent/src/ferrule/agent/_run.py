@@ -78,7 +78,7 @@ from ._partial import JsonPrefix
 from ._schema import partial_ok
 from ._tools import Tool, ToolLimits, ToolReturn, args_error_details
 from ._url_check import UrlCheck, check_content
-from .exceptions import (
+from ._errors import (
     ContentFilteredResponseError,
     DecisionError,
     EmptyResponseError,
@@ -1656,7 +1656,7 @@ class _Cost:
         known = self.total.known
         run.usage.cost_nano_usd = cost = self.total.add(pricing.request_cost(response, run.model))
         if cost is None and known and run.usage_limits.cost_limit_nano_usd is not None:
-            from .exceptions import UnknownCostError
+            from ._errors import UnknownCostError
 
             # Fail closed: an unpriced request would silently lift the cost limit.
             raise UnknownCostError(

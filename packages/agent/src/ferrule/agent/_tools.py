@@ -18,9 +18,9 @@ from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
+from ._errors import ToolDefinitionError
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
-from .exceptions import ToolDefinitionError
 
 __all__ = [
     "SideEffect",

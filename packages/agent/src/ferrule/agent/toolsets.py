@@ -31,8 +31,8 @@ from typing import Any, Generic, Self, TypeAlias, cast, overload
 from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
+from ._errors import ToolDefinitionError
 from ._tools import Tool, as_tool
-from .exceptions import ToolDefinitionError
 
 __all__ = [
     "AbstractToolset",
