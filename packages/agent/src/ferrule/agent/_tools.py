@@ -41,7 +41,7 @@ ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitabl
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
 
 _KIB = 1024
-_KEEP: Any = object()  # "leave this field as it is" in `Tool._clone`
+_KEEP: Any = object()  # "leave this field as it is" in `Tool.replace`
 _MIB = 1024 * 1024
 
 
@@ -431,7 +431,7 @@ class Tool(Generic[DepsT]):
             metadata=self.metadata,
         )
 
-    def _clone(
+    def replace(
         self,
         *,
         name: str | None = None,
