@@ -21,7 +21,7 @@ from ferrule.agent import (
     run_state_of,
 )
 from ferrule.agent.exceptions import RunCancelledError
-from ferrule.agent.models import UnknownModelError, infer_model
+from ferrule.agent.model_strings import UnknownModelError, infer_model
 from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
@@ -392,7 +392,7 @@ def test_model_strings() -> None:
 
 
 def _installed() -> list[str]:
-    from ferrule.agent.models import installed_providers
+    from ferrule.agent.model_strings import installed_providers
 
     return installed_providers()
 
@@ -476,7 +476,7 @@ async def test_deadline_is_passed_to_the_model_call() -> None:
 
 
 def test_model_string_resolved_through_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ferrule.agent.models as models
+    import ferrule.agent.model_strings as models
 
     made: list[str] = []
 
@@ -506,3 +506,12 @@ def test_model_string_resolved_through_entry_point(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(models, "_entry_points", lambda: {"fakeprov": BadEntryPoint()})
     with pytest.raises(UserError, match="not a Model"):
         infer_model("fakeprov:x")
+
+
+def test_the_old_module_name_of_model_strings_still_resolves() -> None:
+    import ferrule.agent.model_strings as model_strings
+    import ferrule.agent.models as old
+
+    assert old.infer_model is model_strings.infer_model
+    assert old.UnknownModelError is model_strings.UnknownModelError
+    assert isinstance(old.infer_model("test:m"), TestModel)

@@ -265,7 +265,7 @@ class Agent(Generic[DepsT, OutputT]):
                 return self._resolved
             if self._model is None:
                 raise UserError("no model: pass Agent(model=...) or run(..., model=...)")
-            from .models import infer_model
+            from .model_strings import infer_model
 
             self._resolved = infer_model(self._model)
             return self._resolved
@@ -273,7 +273,7 @@ class Agent(Generic[DepsT, OutputT]):
             return model
         resolved = self._by_name.get(model)
         if resolved is None:
-            from .models import infer_model
+            from .model_strings import infer_model
 
             resolved = self._by_name[model] = infer_model(model)
         return resolved
