@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
-from .model_strings import ENTRY_POINT_GROUP, KNOWN_PACKAGES, UnknownModelError, infer_model, installed_providers
+from .model_strings import (
+    ENTRY_POINT_GROUP,
+    KNOWN_PACKAGES,
+    UnknownModelError,
+    infer_model,
+    installed_providers,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "KNOWN_PACKAGES", "UnknownModelError", "infer_model", "installed_providers"]
