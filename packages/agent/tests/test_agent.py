@@ -28,38 +28,15 @@ from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelResponse,
-    TextPart,
-    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
+from tests.support.scripts import Script, text, tool_call
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str, **kw: Any) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)], **kw)
-
-
-def tool_call(name: str, args: Any = None, call_id: str | None = None) -> ToolCallPart:
-    return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id or f"id_{name}")
-
-
-class Script:
-    """A FunctionModel function answering from a list, recording what it saw."""
-
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.seen: list[list[Message]] = []
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        self.infos.append(info)
-        return self.responses.pop(0)
 
 
 async def test_text_run_returns_output_and_history() -> None:

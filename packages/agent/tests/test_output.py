@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from typing import Any, TypedDict
 
 import msgspec
@@ -22,9 +21,8 @@ from ferrule.agent import (
     run_state_of,
 )
 from ferrule.agent.exceptions import EmptyResponseError, OutputRetriesExceeded, OutputSpecError
-from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel, full_profile
+from ferrule.agent.testing import FunctionModel, TestModel, full_profile
 from ferrule.core.messages import (
-    Message,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
@@ -35,6 +33,7 @@ from ferrule.core.messages import (
 from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput
 from ferrule.core.model import TextOutput as TextFormat
 from ferrule.core.profile import ModelProfile
+from tests.support.scripts import Script, text
 
 pytestmark = pytest.mark.anyio
 
@@ -65,24 +64,8 @@ class Dog(msgspec.Struct):
     bark: str
 
 
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
 def call(name: str, args: Any, call_id: str = "o1") -> ToolCallPart:
     return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.infos: list[AgentInfo] = []
-        self.seen: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        self.seen.append(list(messages))
-        return self.responses.pop(0)
 
 
 def model(script: Script, **profile: Any) -> FunctionModel:

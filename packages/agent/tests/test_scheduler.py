@@ -9,23 +9,19 @@ import anyio
 import pytest
 
 from ferrule.agent import Agent, Tool, ToolLimits, run_state_of
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
 from ferrule.core.usage import UsageLimitExceeded, UsageLimits
+from tests.support.scripts import Script, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
 
 
 def many(name: str, count: int, args: Any = None) -> ModelResponse:
@@ -37,14 +33,6 @@ def many(name: str, count: int, args: Any = None) -> ModelResponse:
             for i in range(count)
         ]
     )
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 def step_results(messages: Sequence[Message]) -> list[Any]:

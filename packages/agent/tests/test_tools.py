@@ -21,17 +21,13 @@ from ferrule.core.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from tests.support.scripts import Script, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
 
 
 def calls(*parts: tuple[str, Any] | tuple[str, Any, str]) -> ModelResponse:
@@ -41,16 +37,6 @@ def calls(*parts: tuple[str, Any] | tuple[str, Any, str]) -> ModelResponse:
             for i, p in enumerate(parts)
         ]
     )
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.seen: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 def results(messages: Sequence[Message], index: int = 2) -> list[Any]:
