@@ -9,13 +9,15 @@ every package's isolated environment that tests through the agent can use it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
+
+import msgspec
 
 from ferrule.agent.testing import AgentInfo
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
 from ferrule.core.model import ToolDefinition
 
-__all__ = ["Script", "call", "text", "tool_call"]
+__all__ = ["Script", "call", "recorded", "text", "tool_call"]
 
 
 def text(content: str, **fields: Any) -> ModelResponse:
@@ -57,3 +59,43 @@ class Script:
     def names(self, step: int = 0) -> list[str]:
         """The names of the function tools offered by request `step`."""
         return [d.name for d in self.tools[step]]
+
+
+def recorded(messages: Sequence[Message]) -> list[Any]:
+    """A history as plain data for an inline snapshot: every field the loop recorded, except what
+    differs between runs. Timestamps are left out; run IDs read `run-1`, `run-2`, ... and call IDs
+    the framework generated (those no response carried) `call-1`, ... in order of appearance."""
+    scripted = {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+    names: dict[tuple[str, str], str] = {}
+
+    def named(kind: str, value: str) -> str:
+        key = (kind, value)
+        if key not in names:
+            names[key] = f"{kind}-{sum(1 for k, _ in names if k == kind) + 1}"
+        return names[key]
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            items = cast("dict[str, Any]", value).items()
+            out: dict[str, Any] = {}
+            for key, item in items:
+                if key == "timestamp":
+                    continue
+                if key == "run_id" and isinstance(item, str):
+                    out[key] = named("run", item)
+                elif key == "tool_call_id" and isinstance(item, str) and item not in scripted:
+                    out[key] = named("call", item)
+                else:
+                    out[key] = clean(item)
+            return out
+        if isinstance(value, list):
+            return [clean(item) for item in cast("list[Any]", value)]
+        return value
+
+    return [clean(msgspec.to_builtins(message)) for message in messages]

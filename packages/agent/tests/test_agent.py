@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
@@ -34,7 +35,7 @@ from ferrule.core.messages import (
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
-from tests.support.scripts import Script, text, tool_call
+from tests.support.scripts import Script, recorded, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -45,11 +46,19 @@ async def test_text_run_returns_output_and_history() -> None:
     result = await agent.run("hi")
     assert result.output == "hello"
     messages = result.all_messages()
-    assert [type(m) for m in messages] == [ModelRequest, ModelResponse]
-    first = messages[0]
-    assert isinstance(first, ModelRequest)
-    assert isinstance(first.parts[0], UserPromptPart)
-    assert first.parts[0].content == "hi"
+    assert recorded(messages) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "hello"}],
+                "usage": {"input_tokens": 51, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     assert result.new_messages() == messages
     assert result.usage().requests == 1
 
@@ -63,16 +72,50 @@ async def test_two_step_tool_run() -> None:
     agent = Agent(FunctionModel(script), tools=[get_weather])
     result = await agent.run("weather?")
     assert result.output == "sunny"
-    returns = [
-        p
-        for m in result.all_messages()
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
-    assert [(r.tool_name, r.content, r.tool_call_id) for r in returns] == [
-        ("get_weather", "sunny in Paris", "id_get_weather")
-    ]
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {
+                "kind": "request",
+                "parts": [{"part_kind": "user-prompt", "content": "weather?"}],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "get_weather",
+                        "args": '{"city": "Paris"}',
+                        "tool_call_id": "id_get_weather",
+                    }
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 3},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "get_weather",
+                        "content": "sunny in Paris",
+                        "tool_call_id": "id_get_weather",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "sunny"}],
+                "usage": {"input_tokens": 57, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     usage = result.usage()
     assert usage.requests == 2
     assert usage.tool_calls == 1
