@@ -132,7 +132,7 @@ class Run(LoopState):
         if emit is not None and self.hooks is not None:
             emit = _hooked(emit, self.hooks, self)
         try:
-            step = await self._step_in_scope(emit)
+            step = await self._step(emit)
         except DeadlineExceededError as exc:
             error = RunTimeoutError(_TIMEOUT_MESSAGE)
             attach_state(error, self.state())
@@ -145,15 +145,23 @@ class Run(LoopState):
             self._ended()
         return step
 
-    async def _step_in_scope(self, emit: Emit | None) -> RunStep:
-        """One step inside the run's cancel scope (deadline and handle), when it needs one."""
+    async def _step(self, emit: Emit | None) -> RunStep:
+        """One step, inside the run's cancel scope (deadline and handle) when it needs one."""
         controlled = self.deadline is not None or self.cancellable
         deadline = self.deadline if self.deadline is not None else math.inf
         scope = anyio.CancelScope(deadline=deadline) if controlled else None
         with scope if scope is not None else _NO_SCOPE:
             self._scope = scope
             try:
-                return await self._step(emit)
+                if self.phase == REQUEST:
+                    response = await request(self, self.ext, emit)
+                    self.response = response
+                    self.phase = HANDLE
+                    return ModelResponseStep(response)
+                if self.phase == HANDLE:
+                    assert self.response is not None
+                    return await self._handle(self.response, emit)
+                raise RuntimeError("the run has already finished")
             finally:
                 self._scope = None
         # Only a scope that caught its own cancellation gets here: the handle's, or the deadline's.
@@ -178,17 +186,6 @@ class Run(LoopState):
         if self.run_span is not None:
             self.run_span.finish_run(self.usage)
             self.run_span = None
-
-    async def _step(self, emit: Emit | None) -> RunStep:
-        if self.phase == REQUEST:
-            response = await request(self, self.ext, emit)
-            self.response = response
-            self.phase = HANDLE
-            return ModelResponseStep(response)
-        if self.phase == HANDLE:
-            assert self.response is not None
-            return await self._handle(self.response, emit)
-        raise RuntimeError("the run has already finished")
 
     # --- handling a response -----------------------------------------------------------------------
 
