@@ -8,7 +8,8 @@ retry budget. Output validators and output functions may raise `ModelRetry` to r
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -34,6 +35,8 @@ __all__ = [
     "text_output",
     "tool_output",
 ]
+
+T = TypeVar("T")
 
 FINAL_RESULT_PROCESSED = "Final result processed."
 EMPTY_RESPONSE_PROMPT = "Your response was empty. Respond with text or call a tool."
@@ -119,12 +122,18 @@ async def text_output(run: LoopState, response: ModelResponse) -> Final | Reject
 
 
 def _decode_text(run: LoopState, text: str) -> tuple[OutputChoice, Any]:
+    return _decoded(
+        lambda: run.plan.decode_text(text), "The response is not valid JSON ({}); respond with JSON only."
+    )
+
+
+def _decoded(decode: Callable[[], T], malformed: str) -> T:
+    """`decode()`, its failure rejected: malformed JSON with `malformed` (its `{}` the reason),
+    anything else with the validation details."""
     try:
-        return run.plan.decode_text(text)
+        return decode()
     except bounded_json.MalformedJsonError as exc:
-        raise _OutputRejected(
-            f"The response is not valid JSON ({exc.reason}); respond with JSON only."
-        ) from exc
+        raise _OutputRejected(malformed.format(exc.reason)) from exc
     except (bounded_json.JsonError, msgspec.ValidationError, ValueError, TypeError) as exc:
         raise _OutputRejected(args_error_details(exc)) from exc
 
@@ -159,14 +168,10 @@ async def _try_tool_output(run: LoopState, c: ToolCallState) -> Final | None:
     part = c.part
     choice = run.plan.by_tool_name[part.tool_name]
     try:
-        try:
-            value = choice.decode(part.args, bounded_json.PROVIDER_RESPONSE)
-        except bounded_json.MalformedJsonError as exc:
-            raise _OutputRejected(
-                f"The arguments are not valid JSON ({exc.reason}); send a JSON object."
-            ) from exc
-        except (bounded_json.JsonError, msgspec.ValidationError, ValueError, TypeError) as exc:
-            raise _OutputRejected(args_error_details(exc)) from exc
+        value = _decoded(
+            lambda: choice.decode(part.args, bounded_json.PROVIDER_RESPONSE),
+            "The arguments are not valid JSON ({}); send a JSON object.",
+        )
         value = await _produce(run, choice, value, part.tool_name, part.tool_call_id)
     except _OutputRejected as rejected:
         c.retry_content = rejected.content
