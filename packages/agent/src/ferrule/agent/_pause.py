@@ -31,7 +31,7 @@ from ._deferred import (
 )
 from ._errors import DecisionError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
-from ._state import HANDLE, PAUSED, Emit, LoopState
+from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
 
 __all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]
 
@@ -104,7 +104,7 @@ async def pause(
         messages=list(run.messages),
         new_message_index=run.new_message_index,
         instructions=run.instructions,
-        usage=msgspec.structs.replace(run.usage, details=dict(run.usage.details)),
+        usage=copy_usage(run.usage),
         tool_retries=dict(run.tool_retries),
         output_retries=run.output_retries,
         pending=deferred,

@@ -26,6 +26,7 @@ from ._errors import PausedStateError, RunTimeoutError
 from ._ext import NO_OPTIONS, RunOptions
 from ._pause import resume_at
 from ._run import Run, new_run_id
+from ._state import copy_usage
 from ._url_check import check_content, check_message
 from ._util import instruction_texts, merged_settings
 from .correlation import RunCorrelation
@@ -152,20 +153,6 @@ def resume_run(
     checked = check_decisions(state, decisions)
     model = given.model
     messages = list(state.messages)
-    saved = state.usage
-    usage = RunUsage(
-        input_tokens=saved.input_tokens,
-        cache_write_tokens=saved.cache_write_tokens,
-        cache_read_tokens=saved.cache_read_tokens,
-        output_tokens=saved.output_tokens,
-        input_audio_tokens=saved.input_audio_tokens,
-        cache_audio_read_tokens=saved.cache_audio_read_tokens,
-        output_audio_tokens=saved.output_audio_tokens,
-        details=dict(saved.details),
-        requests=saved.requests,
-        tool_calls=saved.tool_calls,
-        cost_nano_usd=saved.cost_nano_usd,
-    )
     run = Run(
         core,
         model=model,
@@ -177,7 +164,7 @@ def resume_run(
         settings=merged_settings(model.settings, *given.layers),
         usage_limits=given.usage_limits,
         deadline=given.deadline,
-        usage=usage,
+        usage=copy_usage(state.usage),
         prompt=None,
         run_id=state.run_id,
         tool_retries=dict(state.tool_retries),

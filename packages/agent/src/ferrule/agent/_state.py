@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, overload
 
+import msgspec
+
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart
 from ferrule.core.model import Model
 from ferrule.core.retry import RetryBudget
@@ -32,7 +34,7 @@ from .hooks import HookDispatcher
 from .policies import PolicyStages
 from .pricing import Pricing, RunCost
 
-__all__ = ["DONE", "HANDLE", "PAUSED", "REQUEST", "Emit", "HistoryView", "LoopState"]
+__all__ = ["DONE", "HANDLE", "PAUSED", "REQUEST", "Emit", "HistoryView", "LoopState", "copy_usage"]
 
 REQUEST = 0
 """Phase: the next step is a model request."""
@@ -77,6 +79,11 @@ class HistoryView(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"HistoryView({self._len} messages)"
+
+
+def copy_usage(usage: RunUsage) -> RunUsage:
+    """An independent copy of a run's usage (what a pause saves and a resume starts from)."""
+    return msgspec.structs.replace(usage, details=dict(usage.details))
 
 
 class LoopState:
