@@ -64,15 +64,20 @@ async def needs_approval(run: LoopState, c: ToolCallState) -> bool:
 async def deferred_calls(run: LoopState, calls: list[ToolCallState]) -> list[DeferredCall]:
     """The calls of a response that wait for a decision (none: the response's calls just run)."""
     deferred: list[DeferredCall] = []
+    approval_policies = run.policies is not None and bool(run.policies.approval)
     for c in calls:
-        if c.kind == "function" and await needs_approval(run, c):
-            assert c.tool is not None
+        tool = c.tool
+        if c.kind != "function" or tool is None:
+            continue
+        if tool.kind != "external" and tool.requires_approval is False and not approval_policies:
+            continue  # the common case, decided without a coroutine
+        if await needs_approval(run, c):
             deferred.append(
                 DeferredCall(
                     tool_call_id=c.part.tool_call_id,
                     tool_name=c.part.tool_name,
                     args=c.part.args,
-                    kind="external" if c.tool.kind == "external" else "approval",
+                    kind="external" if tool.kind == "external" else "approval",
                 )
             )
     return deferred

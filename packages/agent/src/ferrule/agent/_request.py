@@ -36,36 +36,7 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
             await emit(EnqueuedMessagesEvent(taken))
     elif run.core.has_prepare:
         run.step_tools = await prepare_tools(run.ctx, run.core.tools.values())
-    call = await _model_call(run, ext)
-    hooks = run.hooks
-    if hooks is not None:
-        hooks.fire("model_request_start", run.usage.requests, model=run.model.system, call=call)
-    tracer = run.core.tracer
-    span = tracer.model_span(run.model, call, run.trace_parent) if tracer is not None else None
-    try:
-        if emit is None:
-            response = await request_with_retry(
-                run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
-            )
-        else:
-            response = await _stream(run, call, emit)
-    except BaseException as exc:
-        if span is not None:
-            span.fail(exc)
-        if hooks is not None and isinstance(exc, Exception):
-            hooks.fire("model_request_error", run.usage.requests, model=run.model.system, error=exc)
-        raise
-    _record(run, response)
-    if span is not None:
-        span.finish(response)
-    if hooks is not None:
-        hooks.fire("model_request_end", run.usage.requests, model=run.model.system, response=response)
-    run.usage_limits.check_tokens(run.usage)
-    return response
-
-
-async def _model_call(run: LoopState, ext: RunExt | None) -> ModelCall:
-    """The call the model receives: the provider-facing view of the history, tools and output."""
+    # The call the model receives: the provider-facing view of the history, tools and output.
     plan = run.plan
     history = HistoryView(run.messages, len(run.messages))
     call = ModelCall(
@@ -85,7 +56,38 @@ async def _model_call(run: LoopState, ext: RunExt | None) -> ModelCall:
     run.url_check.new_messages(run.messages)
     if call.messages is not history:
         run.url_check.replaced(call.messages, run.messages)
-    return call
+    hooks = run.hooks
+    if hooks is not None:
+        hooks.fire("model_request_start", run.usage.requests, model=run.model.system, call=call)
+    tracer = run.core.tracer
+    span = tracer.model_span(run.model, call, run.trace_parent) if tracer is not None else None
+    try:
+        if emit is None:
+            response = await request_with_retry(
+                run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+            )
+        else:
+            response = await _stream(run, call, emit)
+    except BaseException as exc:
+        if span is not None:
+            span.fail(exc)
+        if hooks is not None and isinstance(exc, Exception):
+            hooks.fire("model_request_error", run.usage.requests, model=run.model.system, error=exc)
+        raise
+    if response.run_id is None:
+        response.run_id = run.run_id
+    run.messages.append(response)
+    usage = run.usage
+    usage.requests += 1
+    usage.incr(response.usage)
+    if run.cost is not None:
+        _add_cost(run, response)
+    if span is not None:
+        span.finish(response)
+    if hooks is not None:
+        hooks.fire("model_request_end", run.usage.requests, model=run.model.system, response=response)
+    run.usage_limits.check_tokens(run.usage)
+    return response
 
 
 async def _processed_history(run: LoopState) -> Sequence[Message]:
@@ -119,21 +121,14 @@ async def _stream(run: LoopState, call: ModelCall, emit: Emit) -> ModelResponse:
     return response
 
 
-def _record(run: LoopState, response: ModelResponse) -> None:
-    """Append the response and count its usage (and its exact cost, when the run is priced)."""
-    if response.run_id is None:
-        response.run_id = run.run_id
-    run.messages.append(response)
-    usage = run.usage
-    usage.requests += 1
-    usage.incr(response.usage)
+def _add_cost(run: LoopState, response: ModelResponse) -> None:
+    """Add the response's exact price to the run's cost (`None` for good once a price is unknown)."""
     cost = run.cost
-    if cost is None:
-        return
     pricing = run.pricing
+    assert cost is not None
     assert pricing is not None
     known = cost.known
-    usage.cost_nano_usd = total = cost.add(pricing.request_cost(response, run.model))
+    run.usage.cost_nano_usd = total = cost.add(pricing.request_cost(response, run.model))
     if total is None and known and run.usage_limits.cost_limit_nano_usd is not None:
         # Fail closed: an unpriced request would silently lift the cost limit.
         raise UnknownCostError(

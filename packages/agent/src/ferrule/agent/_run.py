@@ -13,7 +13,7 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -24,13 +24,13 @@ from ferrule.core.messages import (
     ModelResponse,
     RetryPromptPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from ferrule.core.retry import DeadlineExceededError
 from ferrule.core.settings import ModelSettings
 
 from ._calls import ToolCallState, apply_argument_policies, classify, plain_return
-from ._core import AgentCore
 from ._errors import (
     ContentFilteredResponseError,
     IncompleteToolCallError,
@@ -66,25 +66,22 @@ TOOL_NOT_EXECUTED = "Tool not executed - a final result was already processed."
 _TIMEOUT_MESSAGE = (
     "the run deadline passed; in-flight work was cancelled (raise run_timeout / timeout= to allow more)"
 )
-# Stand-ins, each reusable, for the cancel scope of a run without deadline or handle and for the
-# extension session of a run without extensions: the same code, without the cost.
-_NO_SCOPE = contextlib.nullcontext()
+# Stands in (reusable) for the extension session of a run without extensions.
 _NO_SESSION = contextlib.nullcontext()
 
 
 class Run(LoopState):
     """One agent invocation: its state and the loop that advances it."""
 
-    __slots__ = ("_cancel_requested", "_scope", "cancellable", "ext")
-
-    def __init__(self, core: AgentCore, **state: Any) -> None:
-        super().__init__(core, **state)
-        self.ext: RunExt | None = None
-        """The run's extension state; `None` unless the agent or the run uses an extension."""
-        self.cancellable = False
-        """Whether a handle can cancel the run (`iter`, `run_stream`): steps then run in a cancel scope."""
-        self._scope: anyio.CancelScope | None = None
-        self._cancel_requested = False
+    # Class-level defaults, no `__init__` of its own: building a run costs what `LoopState` costs
+    # (forwarding its keyword arguments would cost a microsecond). A run that is extended,
+    # cancellable or cancelled writes its own values (into a small instance dict).
+    ext: RunExt | None = None
+    """The run's extension state; `None` unless the agent or the run uses an extension."""
+    cancellable: bool = False
+    """Whether a handle can cancel the run (`iter`, `run_stream`): steps then run in a cancel scope."""
+    _scope: anyio.CancelScope | None = None
+    _cancel_requested: bool = False
 
     def extend(
         self,
@@ -132,7 +129,11 @@ class Run(LoopState):
         if emit is not None and self.hooks is not None:
             emit = _hooked(emit, self.hooks, self)
         try:
-            step = await self._step(emit)
+            # A run without deadline or handle has no scope to enter: the same step, one branch cheaper.
+            if self.deadline is None and not self.cancellable:
+                step = await self._step(emit)
+            else:
+                step = await self._step_in_scope(emit)
         except DeadlineExceededError as exc:
             error = RunTimeoutError(_TIMEOUT_MESSAGE)
             attach_state(error, self.state())
@@ -145,29 +146,31 @@ class Run(LoopState):
             self._ended()
         return step
 
-    async def _step(self, emit: Emit | None) -> RunStep:
-        """One step, inside the run's cancel scope (deadline and handle) when it needs one."""
-        controlled = self.deadline is not None or self.cancellable
+    async def _step_in_scope(self, emit: Emit | None) -> RunStep:
+        """`_step` inside the run's cancel scope: its deadline, and cancellation by the handle."""
         deadline = self.deadline if self.deadline is not None else math.inf
-        scope = anyio.CancelScope(deadline=deadline) if controlled else None
-        with scope if scope is not None else _NO_SCOPE:
+        with anyio.CancelScope(deadline=deadline) as scope:
             self._scope = scope
             try:
-                if self.phase == REQUEST:
-                    response = await request(self, self.ext, emit)
-                    self.response = response
-                    self.phase = HANDLE
-                    return ModelResponseStep(response)
-                if self.phase == HANDLE:
-                    assert self.response is not None
-                    return await self._handle(self.response, emit)
-                raise RuntimeError("the run has already finished")
+                return await self._step(emit)
             finally:
                 self._scope = None
         # Only a scope that caught its own cancellation gets here: the handle's, or the deadline's.
         if self._cancel_requested:
             raise RunCancelledError("the run was cancelled")
         raise RunTimeoutError(_TIMEOUT_MESSAGE)
+
+    async def _step(self, emit: Emit | None) -> RunStep:
+        """One step: the model request, or the handling of its response."""
+        if self.phase == REQUEST:
+            response = await request(self, self.ext, emit)
+            self.response = response
+            self.phase = HANDLE
+            return ModelResponseStep(response)
+        if self.phase == HANDLE:
+            assert self.response is not None
+            return await self._handle(self.response, emit)
+        raise RuntimeError("the run has already finished")
 
     def _ended(self) -> None:
         hooks = self.hooks
@@ -233,7 +236,11 @@ class Run(LoopState):
         self, calls: list[ToolCallState], final: Final | None, emit: Emit | None
     ) -> RunStep:
         """Record the results of a response's calls, count retries, and choose the next step."""
-        parts, follow_ups = await self._results(calls, final, emit)
+        parts, follow_ups, unrun = self._results(calls, final)
+        if emit is not None:
+            for c in unrun:
+                if c.kind != "output":
+                    await emit(FunctionToolResultEvent(cast("ToolReturnPart | RetryPromptPart", c.result)))
         ext = self.ext
         if ext is not None:
             ext.after_results([(c.part, c.result) for c in calls])
@@ -257,12 +264,14 @@ class Run(LoopState):
         self.phase = REQUEST
         return ToolResultsStep(request)
 
-    async def _results(
-        self, calls: list[ToolCallState], final: Final | None, emit: Emit | None
-    ) -> tuple[list[ModelRequestPart], list[ModelRequestPart]]:
-        """Every call's result part in call order (unrun calls get one now), and the follow-ups."""
+    def _results(
+        self, calls: list[ToolCallState], final: Final | None
+    ) -> tuple[list[ModelRequestPart], list[ModelRequestPart], list[ToolCallState]]:
+        """Every call's result part in call order, the follow-ups, and the calls that got a result
+        only now (they did not run)."""
         parts: list[ModelRequestPart] = []
         follow_ups: list[ModelRequestPart] = []
+        unrun: list[ToolCallState] = []
         for c in calls:
             result = c.result
             if result is None:
@@ -273,12 +282,11 @@ class Run(LoopState):
                         content=c.retry_content, tool_name=c.part.tool_name, tool_call_id=c.part.tool_call_id
                     )
                 c.result = result
-                if emit is not None and c.kind != "output":
-                    await emit(FunctionToolResultEvent(result))
+                unrun.append(c)
             parts.append(result)
             if c.follow_up is not None:
                 follow_ups.append(UserPromptPart(content=c.follow_up))
-        return parts, follow_ups
+        return parts, follow_ups, unrun
 
     def _count_tool_retries(self, calls: list[ToolCallState]) -> None:
         """A tool that failed in this step uses a retry; one that only succeeded starts over."""

@@ -82,7 +82,11 @@ async def execute(
     """Run a batch of validated function calls (decisions applied), results kept per call."""
     if not batch:
         return
-    runnable = await _admit(run, batch, emit)
+    runnable = _admit(run, batch)
+    if emit is not None:
+        for c in batch:
+            if c.result is not None:  # decided, or refused by the queue limits
+                await emit(FunctionToolResultEvent(c.result))
     if not runnable:
         return
     try:
@@ -108,7 +112,7 @@ async def execute(
         raise
 
 
-async def _admit(run: LoopState, batch: list[ToolCallState], emit: Emit | None) -> list[ToolCallState]:
+def _admit(run: LoopState, batch: list[ToolCallState]) -> list[ToolCallState]:
     """The calls of `batch` that run: decided calls get their decision's result, calls past the
     queue limits (the agent's, then each tool's) a retry prompt."""
     runnable: list[ToolCallState] = []
@@ -119,8 +123,6 @@ async def _admit(run: LoopState, batch: list[ToolCallState], emit: Emit | None) 
         decision = c.decision
         if decision is not None and not isinstance(decision, Approved):
             c.result = decided(c, decision)
-            if emit is not None:
-                await emit(FunctionToolResultEvent(c.result))
             continue
         assert c.limits is not None
         seen = per_tool.get(c.part.tool_name, 0)
@@ -134,8 +136,6 @@ async def _admit(run: LoopState, batch: list[ToolCallState], emit: Emit | None) 
                 tool_name=c.part.tool_name,
                 tool_call_id=c.part.tool_call_id,
             )
-            if emit is not None:
-                await emit(FunctionToolResultEvent(c.result))
             continue
         runnable.append(c)
     return runnable

@@ -213,6 +213,14 @@ def _open_span(run: Run, given: RunSettings) -> None:
 async def _instructions(run: Run, extra: str | Sequence[str] | None) -> str | None:
     """The run's instructions, resolved once: the agent's, its capabilities', the run's, the output's."""
     core = run.core
+    if not (
+        core.static_instructions
+        or core.dynamic_instructions
+        or run.ext
+        or extra
+        or run.plan.extra_instructions
+    ):
+        return None  # nothing to resolve: no list, no coroutine
     items = [*core.static_instructions, *core.dynamic_instructions]
     if run.ext is not None:
         items.extend(run.ext.instruction_items())

@@ -8,7 +8,7 @@ a non-idempotent tool that timed out. Anything else the tool raises ends the run
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 import anyio
@@ -32,6 +32,7 @@ from ._events import FunctionToolResultEvent
 from ._state import Emit, LoopState
 from ._tools import ToolLimits, ToolReturn
 from ._url_check import check_content
+from .policies import PolicyStages
 
 __all__ = ["execute_call"]
 
@@ -48,17 +49,8 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
     policies = run.policies
     if policies is not None and (policies.call or policies.returns) and policies.exempt(tool):
         policies = None  # policies never see the framework's own tools
-    if policies is not None and policies.call:
-        try:
-            await policies.before_call(ctx, part, c.args)
-        except ModelRetry as retry:
-            c.failed = True
-            c.result = RetryPromptPart(
-                content=retry.message, tool_name=part.tool_name, tool_call_id=part.tool_call_id
-            )
-            if emit is not None:
-                await emit(FunctionToolResultEvent(c.result))
-            return
+    if policies is not None and policies.call and await _refused(policies, ctx, c, emit):
+        return
     hooks = run.hooks
     if hooks is not None:
         hooks.fire("tool_execute_start", run.usage.requests, tool_call=part, args=c.args)
@@ -66,8 +58,14 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
     span = tracer.tool_span(part.tool_name, part, run.trace_parent) if tracer is not None else None
     run.usage.tool_calls += 1
     c.started = True
+    threads = run.core.threads
     try:
-        value = await _call_within_timeout(run, c, ctx, span)
+        called = (
+            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
+        )
+        timeout = c.limits.timeout if c.limits is not None else None
+        # The common case has no timeout: no timer to set, no scope to enter.
+        value = await called if timeout is None else await _within(run, c, called, timeout)
         if value is _TIMED_OUT:
             if span is not None:
                 span.finish_error("timeout")
@@ -107,25 +105,29 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
 _TIMED_OUT: Any = object()
 
 
-async def _call_within_timeout(run: LoopState, c: ToolCallState, ctx: Any, span: Any) -> Any:
+async def _refused(policies: PolicyStages, ctx: Any, c: ToolCallState, emit: Emit | None) -> bool:
+    """The call stage of the policies: whether one refused the call (its retry prompt in `c.result`)."""
+    part = c.part
+    try:
+        await policies.before_call(ctx, part, c.args)
+    except ModelRetry as retry:
+        c.failed = True
+        c.result = RetryPromptPart(
+            content=retry.message, tool_name=part.tool_name, tool_call_id=part.tool_call_id
+        )
+        if emit is not None:
+            await emit(FunctionToolResultEvent(c.result))
+        return True
+    return False
+
+
+async def _within(run: LoopState, c: ToolCallState, called: Awaitable[Any], seconds: float) -> Any:
     """The tool's value, or `_TIMED_OUT` (with the timeout's result in `c.result`)."""
-    tool = c.tool
-    limits = c.limits
-    assert tool is not None
-    assert limits is not None
-    threads = run.core.threads
-    timeout = limits.timeout
-    if timeout is None:
-        return await (
-            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
-        )
     value: Any = None
-    with anyio.move_on_after(timeout) as scope:
-        value = await (
-            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
-        )
+    with anyio.move_on_after(seconds) as scope:
+        value = await called
     if scope.cancelled_caught:
-        c.result = _timed_out(run, c, timeout)
+        c.result = _timed_out(run, c, seconds)
         return _TIMED_OUT
     return value
 
