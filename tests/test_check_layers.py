@@ -208,3 +208,13 @@ def test_the_repository_has_no_cycle_beyond_the_listed_ones() -> None:
     assert "import cycle" not in result.stdout
     assert "at load time" not in result.stdout
     assert "KNOWN_CYCLES" not in result.stdout
+
+
+def test_a_cycle_message_names_every_module_of_the_circle(tmp_path: Path) -> None:
+    make_package(tmp_path, "core", "ferrule.core", [], "")
+    add_module(tmp_path, "core", "ferrule.core.a", "from .b import B\nfrom .c import C\n")
+    add_module(tmp_path, "core", "ferrule.core.b", "def f():\n    from .a import A\n")
+    add_module(tmp_path, "core", "ferrule.core.c", "def f():\n    from .a import A\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert "(the circle joins ferrule.core.a, ferrule.core.b, ferrule.core.c)" in result.stdout

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ._profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
     from ._provider import GoogleProvider, GoogleProviderBase, VertexAIProvider, regional_api_base
 
+__version__ = "0.1.0"
+
 __all__ = [
     "DiscoveryLimits",
     "FileLimits",
@@ -40,6 +42,7 @@ __all__ = [
     "profile_for",
     "regional_api_base",
     "traits_for",
+    "__version__",
 ]
 
 _LAZY = {
