@@ -439,8 +439,9 @@ class Tool(Generic[DepsT]):
         metadata: Any = _KEEP,
         defer_loading: bool | None = None,
         strict: Any = _KEEP,
+        requires_approval: Any = _KEEP,
     ) -> Tool[DepsT]:
-        """A copy offered under another name, description, metadata or loading mode; same function."""
+        """A copy offered under another name, description, metadata, loading mode or approval; same function."""
         # type(self): a subclass stays a subclass when a toolset wrapper renames or re-describes it.
         clone = cast("Tool[DepsT]", object.__new__(type(self)))
         for slot in Tool.__slots__:
@@ -455,6 +456,8 @@ class Tool(Generic[DepsT]):
             clone.defer_loading = defer_loading
         if strict is not _KEEP:
             clone.strict = strict
+        if requires_approval is not _KEEP:
+            clone.requires_approval = requires_approval
         clone.definition = clone._definition()
         return clone
 
