@@ -27,6 +27,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from ferrule.core.model import Model
 from ferrule.core.retry import DeadlineExceededError
 from ferrule.core.settings import ModelSettings
 
@@ -109,7 +110,7 @@ class Run(LoopState):
 
     async def run_to_end(self, emit: Emit | None = None) -> None:
         """Advance until the run finishes or pauses (inside the run's extension session, if any)."""
-        async with self.session():
+        async with self.ext.session() if self.ext is not None else _NO_SESSION:
             while self.phase < DONE:
                 await self.advance(emit)
 
@@ -142,7 +143,7 @@ class Run(LoopState):
         except BaseException as exc:
             self.fail(exc)
             raise
-        if self.phase >= DONE:
+        if self.phase >= DONE and (self.hooks is not None or self.run_span is not None):
             self._ended()
         return step
 
@@ -194,7 +195,7 @@ class Run(LoopState):
 
     async def _handle(self, response: ModelResponse, emit: Emit | None) -> RunStep:
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-        _check_finish(self.model.system, response, calls)
+        _check_finish(self.model, response, calls)
         if calls:
             return await self._handle_calls(calls, emit)
         outcome = await text_output(self, response)
@@ -335,18 +336,18 @@ class Run(LoopState):
         return FinalStep(final.value)
 
 
-def _check_finish(system: str, response: ModelResponse, calls: list[ToolCallPart]) -> None:
+def _check_finish(model: Model, response: ModelResponse, calls: list[ToolCallPart]) -> None:
     """Refuse a response the model did not finish: filtered, truncated, or with a broken call."""
     reason = response.finish_reason
     if reason == "content_filter":
         raise ContentFilteredResponseError(
-            f"{system} stopped the response on content-policy grounds (finish reason content_filter)",
+            f"{model.system} stopped the response on content-policy grounds (finish reason content_filter)",
             body=response.provider_details,
         )
     for call in calls:
         if not call.tool_name:
             raise IncompleteToolCallError(
-                f"{system} sent a tool call without a name (call id {call.tool_call_id!r})"
+                f"{model.system} sent a tool call without a name (call id {call.tool_call_id!r})"
             )
     if reason == "length" or response.state == "incomplete":
         for call in calls:
@@ -360,7 +361,7 @@ def _check_finish(system: str, response: ModelResponse, calls: list[ToolCallPart
                     "raise ModelSettings.max_tokens"
                 )
         raise OutputTruncatedError(
-            f"{system} stopped at its token limit (finish reason length) before finishing; "
+            f"{model.system} stopped at its token limit (finish reason length) before finishing; "
             "raise ModelSettings.max_tokens or ask for shorter output"
         )
 

@@ -126,7 +126,8 @@ async def start_run(
             )
         )
         run.url_check.skip_to(messages)  # the prompt was checked above
-    _open_span(run, given)
+    if core.tracer is not None:
+        run.start_span(given.trace_parent)
     return run
 
 
@@ -181,7 +182,8 @@ def resume_run(
             check_content(policy, decision.value)
     _extend(run, given, resumed=state.capabilities)
     resume_at(run, state, checked)
-    _open_span(run, given)
+    if core.tracer is not None:
+        run.start_span(given.trace_parent)
     return run
 
 
@@ -203,11 +205,6 @@ def _extend(run: Run, given: RunSettings, resumed: Sequence[str] = ()) -> None:
         run.enable_pricing(Pricing())  # a cost limit is only enforceable with prices
     if core.extended or options is not NO_OPTIONS:
         run.extend(options, given.layers, resumed)
-
-
-def _open_span(run: Run, given: RunSettings) -> None:
-    if run.core.tracer is not None:
-        run.start_span(given.trace_parent)
 
 
 async def _instructions(run: Run, extra: str | Sequence[str] | None) -> str | None:
