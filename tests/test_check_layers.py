@@ -1,4 +1,5 @@
-"""The layering check fails on upward, sideways (agent <-> provider) and undeclared imports."""
+"""The layering check fails on upward, sideways (agent <-> provider) and undeclared imports, and on
+module cycles inside a distribution (load-time, lazy and type-only ones)."""
 
 from __future__ import annotations
 
@@ -124,3 +125,96 @@ def test_standard_library_and_ambient_modules_need_no_declaration(tmp_path: Path
     make_package(tmp_path, "core", "ferrule.core", [], source)
     result = run(tmp_path)
     assert result.returncode == 0, result.stdout
+
+
+def add_module(root: Path, package: str, module: str, source: str) -> None:
+    path = root / "packages" / package / "src" / Path(*module.split("."))
+    path.with_suffix(".py").write_text(source)
+
+
+def test_type_only_cycle_fails(tmp_path: Path) -> None:
+    make_package(tmp_path, "core", "ferrule.core", [], "")
+    add_module(
+        tmp_path,
+        "core",
+        "ferrule.core.low",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .high import H\n",
+    )
+    add_module(tmp_path, "core", "ferrule.core.high", "from ferrule.core.low import L\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "packages/core: import cycle ferrule.core.high -> ferrule.core.low -[type]-> ferrule.core.high;"
+        in result.stdout
+    )
+
+
+def test_lazy_cycle_through_three_modules_fails(tmp_path: Path) -> None:
+    make_package(tmp_path, "core", "ferrule.core", [], "")
+    add_module(tmp_path, "core", "ferrule.core.a", "from . import b\n")
+    add_module(tmp_path, "core", "ferrule.core.b", "from .c import C\n")
+    add_module(tmp_path, "core", "ferrule.core.c", "def f():\n    from .a import A\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "import cycle ferrule.core.a -> ferrule.core.b -> ferrule.core.c -[lazy]-> ferrule.core.a;"
+        in result.stdout
+    )
+
+
+def test_load_time_cycle_fails_as_such(tmp_path: Path) -> None:
+    make_package(tmp_path, "agent", "ferrule.agent", [], "")
+    add_module(tmp_path, "agent", "ferrule.agent._run", "from ._ext import Ext\n")
+    add_module(tmp_path, "agent", "ferrule.agent._ext", "import ferrule.agent._run\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "packages/agent: modules import each other at load time: "
+        "ferrule.agent._ext -> ferrule.agent._run -> ferrule.agent._ext" in result.stdout
+    )
+
+
+def test_a_protocol_module_breaks_the_cycle(tmp_path: Path) -> None:
+    # The low module names a protocol instead of the high module's class: a layered order.
+    make_package(tmp_path, "core", "ferrule.core", [], "")
+    add_module(
+        tmp_path, "core", "ferrule.core._protocols", "from typing import Protocol\nclass P(Protocol): ...\n"
+    )
+    add_module(tmp_path, "core", "ferrule.core.low", "from ._protocols import P\n")
+    add_module(tmp_path, "core", "ferrule.core.high", "from .low import L\nfrom ._protocols import P\n")
+    result = run(tmp_path)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_package_importing_its_submodules_is_no_cycle(tmp_path: Path) -> None:
+    # `__init__` re-exports its submodules; a submodule importing a sibling does not import `__init__`.
+    make_package(tmp_path, "core", "ferrule.core", [], "from .a import A\nfrom .b import B\n")
+    add_module(tmp_path, "core", "ferrule.core.a", "A = 1\n")
+    add_module(tmp_path, "core", "ferrule.core.b", "from ferrule.core.a import A\nB = A\n")
+    result = run(tmp_path)
+    assert result.returncode == 0, result.stdout
+    # ... but a submodule that takes a name from the package itself closes a cycle through it.
+    add_module(tmp_path, "core", "ferrule.core.a", "from ferrule.core import B\nA = 1\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "modules import each other at load time: ferrule.core -> ferrule.core.a -> ferrule.core"
+        in result.stdout
+    )
+
+
+def test_the_repository_has_no_cycle_beyond_the_listed_ones() -> None:
+    result = run(REPO)
+    assert "import cycle" not in result.stdout
+    assert "at load time" not in result.stdout
+    assert "KNOWN_CYCLES" not in result.stdout
+
+
+def test_a_cycle_message_names_every_module_of_the_circle(tmp_path: Path) -> None:
+    make_package(tmp_path, "core", "ferrule.core", [], "")
+    add_module(tmp_path, "core", "ferrule.core.a", "from .b import B\nfrom .c import C\n")
+    add_module(tmp_path, "core", "ferrule.core.b", "def f():\n    from .a import A\n")
+    add_module(tmp_path, "core", "ferrule.core.c", "def f():\n    from .a import A\n")
+    result = run(tmp_path)
+    assert result.returncode == 1
+    assert "(the circle joins ferrule.core.a, ferrule.core.b, ferrule.core.c)" in result.stdout

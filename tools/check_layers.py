@@ -13,6 +13,12 @@ standard library is exempt, and so are the few modules in `AMBIENT`, each with i
 names are mapped to distributions through the packages installed in the running environment (`yaml`
 is PyYAML); a module no installed distribution provides is taken to be its own distribution name.
 
+Within each distribution the modules form a layered order: no module cycle, counting every import
+(at load time, lazily inside a function, or only under `if TYPE_CHECKING:`), so a lower module never
+names a higher one, not even for a type (a low module that must describe a higher one's object
+names a small protocol instead). A load-time cycle always fails; a cycle of lazy or type-only
+imports fails unless `KNOWN_CYCLES` lists exactly its modules, with the reason it is still there.
+
 Usage: `python tools/check_layers.py [REPO]`; prints one line per violation and exits 1 if any.
 """
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import itertools
 import re
 import sys
 import tomllib
@@ -180,9 +187,223 @@ def _undeclared_third_party(
     return problems
 
 
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"ferrule.core.model", "ferrule.core.profile", "ferrule.core._profile_check"}): (
+        "ModelProfile.check types its call as ModelCall; model.py is being restructured (codec protocol)"
+    ),
+    frozenset({"ferrule.evals._report", "ferrule.evals._compare", "ferrule.evals._render"}): (
+        "Report's print/html methods call the renderer, which takes a Report and a Comparison"
+    ),
+    frozenset(
+        {
+            "ferrule.graph._builder",
+            "ferrule.graph._fanout",
+            "ferrule.graph._graph",
+            "ferrule.graph._snapshot",
+            "ferrule.graph._visual",
+        }
+    ): "Graph and GraphBuilder name each other; snapshot and Mermaid methods on Graph call modules that take a Graph",
+    frozenset({"ferrule.agent.spec", "ferrule.agent._spec_resolve"}): (
+        "AgentSpec's validate/resolve methods call _spec_resolve, which takes an AgentSpec (arrived with the cli)"
+    ),
+    frozenset(
+        {
+            "ferrule.planning._catalog",
+            "ferrule.planning._document",
+            "ferrule.planning._errors",
+            "ferrule.planning._limits",
+            "ferrule.planning._pointer",
+            "ferrule.planning._results",
+        }
+    ): "Catalog checks AgentTask steps; the plan compiler takes a Catalog (arrived with planning)",
+}
+"""Cycles of lazy or type-only imports still to be untangled, each with its reason. Exact module sets:
+a cycle that gains or loses a module fails, and so does an entry that is no longer a cycle."""
+
+ImportKind = str
+"""`load`: runs when the module loads; `lazy`: inside a function; `type`: under `if TYPE_CHECKING:`."""
+
+
+def _source_modules(src: Path) -> dict[str, Path]:
+    """Every module of one distribution's `src` folder by dotted name (a package by its own name)."""
+    found: dict[str, Path] = {}
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports_with_kind(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, ImportKind]]:
+    """Every import statement of a module with where it runs."""
+    found: list[tuple[ast.Import | ast.ImportFrom, ImportKind]] = []
+
+    def visit(node: ast.AST, kind: ImportKind) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append((child, kind))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, "type" if kind == "type" else "lazy")
+            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                for statement in child.body:
+                    visit_statement(statement, "type")
+                for statement in child.orelse:
+                    visit_statement(statement, kind)
+            else:
+                visit(child, kind)
+
+    def visit_statement(statement: ast.stmt, kind: ImportKind) -> None:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.append((statement, kind))
+        else:
+            visit(statement, kind)
+
+    visit(tree, "load")
+    return found
+
+
+def module_graph(src: Path) -> dict[str, dict[str, ImportKind]]:
+    """The imports between one distribution's own modules: `graph[a][b]` is how `a` imports `b`
+    (`load` when any import of it runs at load time, else `lazy`, else `type`)."""
+    modules = _source_modules(src)
+    rank = {"type": 0, "lazy": 1, "load": 2}
+    graph: dict[str, dict[str, ImportKind]] = {name: {} for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, kind in _imports_with_kind(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    pieces = package.split(".")
+                    pieces = pieces[: len(pieces) - (node.level - 1)]
+                    base = ".".join([*pieces, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    # `from pkg import sub` imports the submodule; `from mod import name` the module.
+                    targets.append(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+            for target in targets:
+                if target in modules and target != name:
+                    previous = graph[name].get(target)
+                    if previous is None or rank[kind] > rank[previous]:
+                        graph[name][target] = kind
+    return graph
+
+
+def cycles(graph: Mapping[str, Mapping[str, ImportKind]]) -> list[list[str]]:
+    """The strongly connected components of more than one module, each sorted (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def connect(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def _cycle_path(graph: Mapping[str, Mapping[str, ImportKind]], members: list[str]) -> list[str]:
+    """A shortest closed path through a component, from its first module back to it (for the message)."""
+    inside = set(members)
+    start = members[0]
+    parent: dict[str, str] = {start: start}
+    queue = [start]
+    for node in queue:  # breadth first: the queue grows while it is walked
+        for target in sorted(graph[node]):
+            if target == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return [*reversed(path), start]
+            if target in inside and target not in parent:
+                parent[target] = node
+                queue.append(target)
+    raise AssertionError(f"{members} is not a cycle")  # pragma: no cover - Tarjan found one
+
+
+def check_cycles(repo: Path, known: Mapping[frozenset[str], str] | None = None) -> list[str]:
+    """Every module cycle in the repository's distributions, as readable lines."""
+    if known is None:
+        known = KNOWN_CYCLES
+    problems: list[str] = []
+    seen: set[frozenset[str]] = set()
+    present: set[str] = set()
+    for pyproject in sorted(repo.glob("packages/*/pyproject.toml")):
+        src = pyproject.parent / "src"
+        graph = module_graph(src)
+        present.update(graph)
+        load_only = {
+            name: {t: k for t, k in targets.items() if k == "load"} for name, targets in graph.items()
+        }
+        load_cycles = [frozenset(c) for c in cycles(load_only)]
+        for members in cycles(graph):
+            key = frozenset(members)
+            path = _cycle_path(graph, members)
+            steps = "".join(
+                f"{a} -> " if graph[a][b] == "load" else f"{a} -[{graph[a][b]}]-> "
+                for a, b in itertools.pairwise(path)
+            )
+            where = pyproject.parent.relative_to(repo)
+            loading = [c for c in load_cycles if c <= key]
+            if loading:
+                cycle = _cycle_path(load_only, sorted(loading[0]))
+                problems.append(f"{where}: modules import each other at load time: {' -> '.join(cycle)}")
+            elif key in known:
+                seen.add(key)
+            else:
+                joined = f" (the circle joins {', '.join(members)})" if len(members) > len(path) - 1 else ""
+                problems.append(
+                    f"{where}: import cycle {steps}{path[-1]}{joined}; a lower module must not name a higher "
+                    "one, even for types (pass what it needs, or name a small protocol)"
+                )
+    for key in known.keys() - seen:
+        if not key & present:
+            continue  # another tree (a test's): the entry is not about it
+        names = ", ".join(sorted(key))
+        problems.append(
+            f"tools/check_layers.py: KNOWN_CYCLES lists {{{names}}}, which is no longer such a cycle"
+        )
+    return problems
+
+
 def main(argv: list[str]) -> int:
     repo = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
-    problems = check(repo)
+    problems = check(repo) + check_cycles(repo)
     for line in problems:
         print(line)
     if problems:

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
@@ -21,45 +22,22 @@ from ferrule.agent import (
     run_state_of,
 )
 from ferrule.agent.exceptions import RunCancelledError
-from ferrule.agent.models import UnknownModelError, infer_model
+from ferrule.agent.model_strings import UnknownModelError, infer_model
 from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelResponse,
-    TextPart,
-    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
+from tests.support.scripts import Script, recorded, text, tool_call
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str, **kw: Any) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)], **kw)
-
-
-def tool_call(name: str, args: Any = None, call_id: str | None = None) -> ToolCallPart:
-    return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id or f"id_{name}")
-
-
-class Script:
-    """A FunctionModel function answering from a list, recording what it saw."""
-
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.seen: list[list[Message]] = []
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        self.infos.append(info)
-        return self.responses.pop(0)
 
 
 async def test_text_run_returns_output_and_history() -> None:
@@ -68,11 +46,19 @@ async def test_text_run_returns_output_and_history() -> None:
     result = await agent.run("hi")
     assert result.output == "hello"
     messages = result.all_messages()
-    assert [type(m) for m in messages] == [ModelRequest, ModelResponse]
-    first = messages[0]
-    assert isinstance(first, ModelRequest)
-    assert isinstance(first.parts[0], UserPromptPart)
-    assert first.parts[0].content == "hi"
+    assert recorded(messages) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "hi"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "hello"}],
+                "usage": {"input_tokens": 51, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     assert result.new_messages() == messages
     assert result.usage().requests == 1
 
@@ -86,16 +72,50 @@ async def test_two_step_tool_run() -> None:
     agent = Agent(FunctionModel(script), tools=[get_weather])
     result = await agent.run("weather?")
     assert result.output == "sunny"
-    returns = [
-        p
-        for m in result.all_messages()
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
-    assert [(r.tool_name, r.content, r.tool_call_id) for r in returns] == [
-        ("get_weather", "sunny in Paris", "id_get_weather")
-    ]
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {
+                "kind": "request",
+                "parts": [{"part_kind": "user-prompt", "content": "weather?"}],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "get_weather",
+                        "args": '{"city": "Paris"}',
+                        "tool_call_id": "id_get_weather",
+                    }
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 3},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "get_weather",
+                        "content": "sunny in Paris",
+                        "tool_call_id": "id_get_weather",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "sunny"}],
+                "usage": {"input_tokens": 57, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     usage = result.usage()
     assert usage.requests == 2
     assert usage.tool_calls == 1
@@ -392,7 +412,7 @@ def test_model_strings() -> None:
 
 
 def _installed() -> list[str]:
-    from ferrule.agent.models import installed_providers
+    from ferrule.agent.model_strings import installed_providers
 
     return installed_providers()
 
@@ -476,7 +496,7 @@ async def test_deadline_is_passed_to_the_model_call() -> None:
 
 
 def test_model_string_resolved_through_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ferrule.agent.models as models
+    import ferrule.agent.model_strings as models
 
     made: list[str] = []
 
@@ -506,3 +526,12 @@ def test_model_string_resolved_through_entry_point(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(models, "_entry_points", lambda: {"fakeprov": BadEntryPoint()})
     with pytest.raises(UserError, match="not a Model"):
         infer_model("fakeprov:x")
+
+
+def test_the_old_module_name_of_model_strings_still_resolves() -> None:
+    import ferrule.agent.model_strings as model_strings
+    import ferrule.agent.models as old
+
+    assert old.infer_model is model_strings.infer_model
+    assert old.UnknownModelError is model_strings.UnknownModelError
+    assert isinstance(old.infer_model("test:m"), TestModel)

@@ -27,7 +27,7 @@ from ferrule.agent.capabilities import (
     CapabilityRegistry,
     UnknownCapabilityError,
 )
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
     CapabilityLoadDeltaPart,
@@ -35,18 +35,14 @@ from ferrule.core.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
+from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
 
 
 def load(*ids: str) -> ModelResponse:
@@ -56,23 +52,6 @@ def load(*ids: str) -> ModelResponse:
             for i in ids
         ]
     )
-
-
-def call(name: str, args: Any, call_id: str = "c1") -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)])
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        return self.responses.pop(0) if self.responses else text("done")
-
-    def names(self, step: int) -> list[str]:
-        return [d.name for d in self.infos[step].function_tools]
 
 
 def parts_of(messages: Sequence[Message], kind: type[Any]) -> list[Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, cast
 
 import msgspec
@@ -21,7 +20,7 @@ from ferrule.agent.context_budget import (
     default_estimate,
     measure,
 )
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     BinaryContent,
@@ -36,17 +35,9 @@ from ferrule.core.messages import (
 )
 from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
 from ferrule.core.settings import ModelSettings
+from tests.support.scripts import Script
 
 pytestmark = pytest.mark.anyio
-
-
-class Script:
-    def __init__(self) -> None:
-        self.seen: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        return ModelResponse(parts=[TextPart("ok")])
 
 
 def lookup(key: str) -> str:
@@ -112,7 +103,7 @@ def test_input_capacity_reserves_output() -> None:
 async def test_each_limit_accepts_its_exact_value_and_refuses_one_less(
     field: str, error: type[ContextBudgetExceeded]
 ) -> None:
-    probe = Script()
+    probe = Script(then="ok")
     agent = Agent(FunctionModel(probe), tools=[lookup])
     captured: list[ContextUsage] = []
 
@@ -128,12 +119,12 @@ async def test_each_limit_accepts_its_exact_value_and_refuses_one_less(
         "max_schema_bytes": measured.schema_bytes,
         "max_input_tokens": default_estimate(measured),
     }[field]
-    ok = Script()
+    ok = Script(then="ok")
     await Agent(FunctionModel(ok), tools=[lookup]).run(
         "a prompt", context_budget=ContextBudget(**cast("dict[str, Any]", {field: exact}))
     )
     assert len(ok.seen) == 1
-    refused = Script()
+    refused = Script(then="ok")
     with pytest.raises(error) as caught:
         await Agent(FunctionModel(refused), tools=[lookup]).run(
             "a prompt", context_budget=ContextBudget(**cast("dict[str, Any]", {field: exact - 1}))
@@ -145,11 +136,13 @@ async def test_each_limit_accepts_its_exact_value_and_refuses_one_less(
 
 async def test_media_limit() -> None:
     prompt = ["look", BinaryContent(data=b"x" * 100, media_type="image/png")]
-    await Agent(FunctionModel(Script())).run(prompt, context_budget=ContextBudget(max_media_bytes=100))
+    await Agent(FunctionModel(Script(then="ok"))).run(
+        prompt, context_budget=ContextBudget(max_media_bytes=100)
+    )
     with pytest.raises(
         ContextMediaTooLarge, match=r"101 bytes of media \(max_media_bytes\), over the limit of 100"
     ):
-        await Agent(FunctionModel(Script())).run(
+        await Agent(FunctionModel(Script(then="ok"))).run(
             [*prompt, BinaryContent(data=b"y", media_type="image/png")],
             context_budget=ContextBudget(max_media_bytes=100),
         )
@@ -163,18 +156,18 @@ async def test_total_tokens_reserve_the_requests_max_tokens() -> None:
         return 100
 
     budget = ContextBudget(max_total_tokens=150, estimator=estimator)
-    await Agent(FunctionModel(Script())).run(
+    await Agent(FunctionModel(Script(then="ok"))).run(
         "go", context_budget=budget, model_settings=ModelSettings(max_tokens=50)
     )
     with pytest.raises(ContextTokenLimitExceeded):
-        await Agent(FunctionModel(Script())).run(
+        await Agent(FunctionModel(Script(then="ok"))).run(
             "go", context_budget=budget, model_settings=ModelSettings(max_tokens=51)
         )
     assert captured == [50, 51]
 
 
 async def test_overflow_compacted_by_the_hook() -> None:
-    script = Script()
+    script = Script(then="ok")
     overflows: list[ContextOverflow] = []
 
     async def compact(
@@ -203,7 +196,7 @@ async def test_overflow_that_remains_after_the_hook_fails() -> None:
     def useless(ctx: RunContext[Any], overflow: ContextOverflow, messages: list[Message]) -> list[Message]:
         return messages
 
-    script = Script()
+    script = Script(then="ok")
     budget = ContextBudget(max_prompt_bytes=3, on_overflow=useless)
     with pytest.raises(ContextPromptTooLarge, match="max_prompt_bytes"):
         await Agent(FunctionModel(script), context_budget=budget).run("too long")
@@ -214,7 +207,7 @@ async def test_overflow_that_remains_after_the_hook_fails() -> None:
 
 
 async def test_run_budget_replaces_the_agents() -> None:
-    agent = Agent(FunctionModel(Script()), context_budget=ContextBudget(max_prompt_bytes=1))
+    agent = Agent(FunctionModel(Script(then="ok")), context_budget=ContextBudget(max_prompt_bytes=1))
     with pytest.raises(ContextPromptTooLarge):
         await agent.run("hello")
     result = await agent.run("hello", context_budget=ContextBudget(max_prompt_bytes=100))
@@ -224,7 +217,7 @@ async def test_run_budget_replaces_the_agents() -> None:
 async def test_tool_definitions_count_towards_the_budget() -> None:
     wide = Tool(lookup, description="d" * 500)
     with pytest.raises(ContextToolsTooLarge):
-        await Agent(FunctionModel(Script()), tools=[wide]).run(
+        await Agent(FunctionModel(Script(then="ok")), tools=[wide]).run(
             "go", context_budget=ContextBudget(max_tool_bytes=100)
         )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
@@ -36,6 +37,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from tests.support.scripts import recorded
 
 pytestmark = pytest.mark.anyio
 
@@ -153,7 +155,87 @@ async def test_resume_in_a_fresh_agent_from_json() -> None:
     assert result.usage().requests == 2
     assert result.usage().tool_calls == 3
     # new_messages() covers the whole logical run, from the original prompt.
-    assert isinstance(result.new_messages()[0].parts[0], UserPromptPart)
+    assert recorded(result.new_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "lookup",
+                        "args": {"q": "balance"},
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 500},
+                        "tool_call_id": "big",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 5},
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "ship",
+                        "args": {"address": "x"},
+                        "tool_call_id": "ext",
+                    },
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 12},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "lookup",
+                        "content": "1000",
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "sent 500",
+                        "tool_call_id": "big",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "sent 5",
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "ship",
+                        "content": {"tracking": "T1"},
+                        "tool_call_id": "ext",
+                    },
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "text",
+                        "content": "[('big', 'success', 'sent 500'), ('ext', 'success', {'tracking': 'T1'}), ('read', 'success', '1000'), ('small', 'success', 'sent 5')]",
+                    }
+                ],
+                "usage": {"input_tokens": 69, "output_tokens": 15},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 async def test_denial_becomes_an_error_result() -> None:
@@ -164,11 +246,89 @@ async def test_denial_becomes_an_error_result() -> None:
     )
     assert not isinstance(result, Paused)
     assert sorted(world.executed) == ["lookup:balance", "transfer:5"]
-    request = result.all_messages()[2]
-    assert isinstance(request, ModelRequest)
-    by_id = {p.tool_call_id: p for p in request.parts if isinstance(p, ToolReturnPart)}
-    assert (by_id["big"].outcome, by_id["big"].content) == ("denied", "too much money")
-    assert by_id["ext"].outcome == "denied"
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "lookup",
+                        "args": {"q": "balance"},
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 500},
+                        "tool_call_id": "big",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 5},
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "ship",
+                        "args": {"address": "x"},
+                        "tool_call_id": "ext",
+                    },
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 12},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "lookup",
+                        "content": "1000",
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "too much money",
+                        "tool_call_id": "big",
+                        "outcome": "denied",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "sent 5",
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "ship",
+                        "content": "The tool call was denied.",
+                        "tool_call_id": "ext",
+                        "outcome": "denied",
+                    },
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "text",
+                        "content": "[('big', 'denied', 'too much money'), ('ext', 'denied', 'The tool call was denied.'), ('read', 'success', '1000'), ('small', 'success', 'sent 5')]",
+                    }
+                ],
+                "usage": {"input_tokens": 74, "output_tokens": 19},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 async def test_approval_with_override_args_is_validated() -> None:
@@ -198,6 +358,88 @@ async def test_external_error_result() -> None:
     )
     assert not isinstance(result, Paused)
     assert "('ext', 'failed', 'warehouse down')" in result.output
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "lookup",
+                        "args": {"q": "balance"},
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 500},
+                        "tool_call_id": "big",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "transfer",
+                        "args": {"amount": 5},
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "ship",
+                        "args": {"address": "x"},
+                        "tool_call_id": "ext",
+                    },
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 12},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "lookup",
+                        "content": "1000",
+                        "tool_call_id": "read",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "sent 500",
+                        "tool_call_id": "big",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "transfer",
+                        "content": "sent 5",
+                        "tool_call_id": "small",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "ship",
+                        "content": "warehouse down",
+                        "tool_call_id": "ext",
+                        "outcome": "failed",
+                    },
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "text",
+                        "content": "[('big', 'success', 'sent 500'), ('ext', 'failed', 'warehouse down'), ('read', 'success', '1000'), ('small', 'success', 'sent 5')]",
+                    }
+                ],
+                "usage": {"input_tokens": 70, "output_tokens": 15},
+                "model_name": "function:respond",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import msgspec
 import pytest
@@ -11,7 +10,8 @@ import pytest
 from ferrule.agent import Agent, HookEvent, ModelRetry, run_state_of
 from ferrule.agent.testing import AgentInfo, DeltaToolCalls, FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
+from ferrule.core.messages import Message, ModelResponse
+from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -19,22 +19,6 @@ pytestmark = pytest.mark.anyio
 def add(a: int, b: int) -> int:
     """Add."""
     return a + b
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
-def call(name: str, args: Any, call_id: str = "c1") -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)])
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 class Log:

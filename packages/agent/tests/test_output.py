@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from typing import Any, TypedDict
 
 import msgspec
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
@@ -22,9 +22,8 @@ from ferrule.agent import (
     run_state_of,
 )
 from ferrule.agent.exceptions import EmptyResponseError, OutputRetriesExceeded, OutputSpecError
-from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel, full_profile
+from ferrule.agent.testing import FunctionModel, TestModel, full_profile
 from ferrule.core.messages import (
-    Message,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
@@ -35,6 +34,7 @@ from ferrule.core.messages import (
 from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput
 from ferrule.core.model import TextOutput as TextFormat
 from ferrule.core.profile import ModelProfile
+from tests.support.scripts import Script, recorded, text
 
 pytestmark = pytest.mark.anyio
 
@@ -65,24 +65,8 @@ class Dog(msgspec.Struct):
     bark: str
 
 
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
 def call(name: str, args: Any, call_id: str = "o1") -> ToolCallPart:
     return ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.infos: list[AgentInfo] = []
-        self.seen: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        self.seen.append(list(messages))
-        return self.responses.pop(0)
 
 
 def model(script: Script, **profile: Any) -> FunctionModel:
@@ -162,10 +146,57 @@ async def test_plain_text_when_tool_output_required_gets_retry() -> None:
     )
     result = await Agent(model(script), output_type=City).run("x")
     assert result.output == City("A", 1)
-    retry = result.all_messages()[2].parts[0]
-    assert isinstance(retry, RetryPromptPart)
-    assert retry.tool_name is None
-    assert "Plain text responses are not permitted" in retry.content
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "no tool"}],
+                "usage": {"input_tokens": 51, "output_tokens": 2},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "retry-prompt",
+                        "content": "Plain text responses are not permitted, please include your response in a tool call",
+                        "tool_call_id": "call-1",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "final_result",
+                        "args": {"name": "A", "population": 1},
+                        "tool_call_id": "o1",
+                    }
+                ],
+                "usage": {"input_tokens": 67, "output_tokens": 5},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "final_result",
+                        "content": "Final result processed.",
+                        "tool_call_id": "o1",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 async def test_invalid_output_args_retry_with_details() -> None:
@@ -174,11 +205,71 @@ async def test_invalid_output_args_retry_with_details() -> None:
         ModelResponse(parts=[call("final_result", {"name": "A", "population": 1}, "good")]),
     )
     result = await Agent(model(script), output_type=City).run("x")
-    retry = result.all_messages()[2].parts[0]
-    assert isinstance(retry, RetryPromptPart)
-    assert retry.tool_name == "final_result"
-    assert retry.tool_call_id == "bad"
-    assert "missing required field `population`" in str(retry.content)
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "final_result",
+                        "args": {"name": "A"},
+                        "tool_call_id": "bad",
+                    }
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 3},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "retry-prompt",
+                        "content": [
+                            {
+                                "type": "invalid_argument",
+                                "loc": [],
+                                "msg": "Object missing required field `population`",
+                            }
+                        ],
+                        "tool_name": "final_result",
+                        "tool_call_id": "bad",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "final_result",
+                        "args": {"name": "A", "population": 1},
+                        "tool_call_id": "good",
+                    }
+                ],
+                "usage": {"input_tokens": 59, "output_tokens": 5},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "final_result",
+                        "content": "Final result processed.",
+                        "tool_call_id": "good",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 @pytest.mark.parametrize(("retries", "failures", "ok"), [(2, 2, True), (2, 3, False)])
@@ -401,9 +492,38 @@ async def test_empty_response_retry_then_error() -> None:
     script = Script(ModelResponse(parts=[]), text("now text"))
     result = await Agent(model(script), output_retries=1).run("x")
     assert result.output == "now text"
-    retry = result.all_messages()[2].parts[0]
-    assert isinstance(retry, RetryPromptPart)
-    assert "empty" in retry.content
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [],
+                "usage": {"input_tokens": 51},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "retry-prompt",
+                        "content": "Your response was empty. Respond with text or call a tool.",
+                        "tool_call_id": "call-1",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "now text"}],
+                "usage": {"input_tokens": 62, "output_tokens": 2},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     script = Script(ModelResponse(parts=[]), ModelResponse(parts=[TextPart("  ")]))
     with pytest.raises(EmptyResponseError):
         await Agent(model(script), output_retries=1).run("x")
@@ -447,17 +567,146 @@ async def test_end_strategies(strategy: Any, ran: list[str], output: City) -> No
     result = await agent.run("x")
     assert result.output == output
     assert sorted(executed) == sorted(ran)
-    closing = result.all_messages()[-1]
-    assert isinstance(closing, ModelRequest)
-    texts: dict[str | None, str] = {}
-    for p in closing.parts:
-        assert isinstance(p, ToolReturnPart | RetryPromptPart)
-        texts[p.tool_call_id] = p.content if isinstance(p.content, str) else repr(p.content)
-    assert list(texts) == ["b", "o_bad", "o_ok", "a", "o_late"]
-    assert texts["o_ok"] == "Final result processed."
-    assert texts["o_late"].startswith("Output tool not used")
-    if "after" not in ran:
-        assert texts["a"].startswith("Tool not executed")
+    # The closing request: every call's result in call order, the skipped ones saying why.
+    assert (
+        recorded(result.all_messages()[-1:])
+        == snapshot(
+            {
+                "graceful": [
+                    {
+                        "kind": "request",
+                        "parts": [
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "before",
+                                "content": "b",
+                                "tool_call_id": "call-1",
+                            },
+                            {
+                                "part_kind": "retry-prompt",
+                                "content": [
+                                    {
+                                        "type": "invalid_argument",
+                                        "loc": [],
+                                        "msg": "Object missing required field `population`",
+                                    }
+                                ],
+                                "tool_name": "final_result",
+                                "tool_call_id": "call-2",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Final result processed.",
+                                "tool_call_id": "call-3",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "after",
+                                "content": "Tool not executed - a final result was already processed.",
+                                "tool_call_id": "call-4",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Output tool not used - a final result was already processed.",
+                                "tool_call_id": "call-5",
+                            },
+                        ],
+                        "run_id": "run-1",
+                    }
+                ],
+                "early": [
+                    {
+                        "kind": "request",
+                        "parts": [
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "before",
+                                "content": "Tool not executed - a final result was already processed.",
+                                "tool_call_id": "call-1",
+                            },
+                            {
+                                "part_kind": "retry-prompt",
+                                "content": [
+                                    {
+                                        "type": "invalid_argument",
+                                        "loc": [],
+                                        "msg": "Object missing required field `population`",
+                                    }
+                                ],
+                                "tool_name": "final_result",
+                                "tool_call_id": "call-2",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Final result processed.",
+                                "tool_call_id": "call-3",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "after",
+                                "content": "Tool not executed - a final result was already processed.",
+                                "tool_call_id": "call-4",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Output tool not used - a final result was already processed.",
+                                "tool_call_id": "call-5",
+                            },
+                        ],
+                        "run_id": "run-1",
+                    }
+                ],
+                "exhaustive": [
+                    {
+                        "kind": "request",
+                        "parts": [
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "before",
+                                "content": "b",
+                                "tool_call_id": "call-1",
+                            },
+                            {
+                                "part_kind": "retry-prompt",
+                                "content": [
+                                    {
+                                        "type": "invalid_argument",
+                                        "loc": [],
+                                        "msg": "Object missing required field `population`",
+                                    }
+                                ],
+                                "tool_name": "final_result",
+                                "tool_call_id": "call-2",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Final result processed.",
+                                "tool_call_id": "call-3",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "after",
+                                "content": "a",
+                                "tool_call_id": "call-4",
+                            },
+                            {
+                                "part_kind": "tool-return",
+                                "tool_name": "final_result",
+                                "content": "Output tool not used - a final result was already processed.",
+                                "tool_call_id": "call-5",
+                            },
+                        ],
+                        "run_id": "run-1",
+                    }
+                ],
+            }
+        )[strategy]
+    )
 
 
 async def test_text_before_tool_calls_is_not_the_answer() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
@@ -21,6 +22,7 @@ from ferrule.agent import (
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.errors import UserError
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from tests.support.scripts import recorded
 
 pytestmark = pytest.mark.anyio
 
@@ -52,8 +54,41 @@ async def test_messages_enqueued_during_a_tool_enter_before_the_next_request() -
     result = await Agent(FunctionModel(model), tools=[slow]).run("go", pending_messages=queue)
     assert seen == [["go"], ["go", "by the way, use metric units"]]
     # The queued request comes after the tool results, never between a call and its result.
-    kinds = [type(m).__name__ for m in result.all_messages()]
-    assert kinds == ["ModelRequest", "ModelResponse", "ModelRequest", "ModelRequest", "ModelResponse"]
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "go"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {"part_kind": "tool-call", "tool_name": "slow", "args": {"x": 1}, "tool_call_id": "c"}
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 3},
+                "model_name": "function:model",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {"part_kind": "tool-return", "tool_name": "slow", "content": 1, "tool_call_id": "c"}
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [{"part_kind": "user-prompt", "content": "by the way, use metric units"}],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "done"}],
+                "usage": {"input_tokens": 61, "output_tokens": 1},
+                "model_name": "function:model",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     assert queue.closed
 
 
@@ -69,7 +104,32 @@ async def test_a_final_answer_is_provisional_while_messages_wait() -> None:
 
     result = await Agent(FunctionModel(model)).run("go", pending_messages=queue)
     assert result.output == "second answer"
-    assert prompts(result.all_messages()) == ["go", "one more thing"]
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "go"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "first answer"}],
+                "usage": {"input_tokens": 51, "output_tokens": 2},
+                "model_name": "function:model",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [{"part_kind": "user-prompt", "content": "one more thing"}],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "second answer"}],
+                "usage": {"input_tokens": 56, "output_tokens": 2},
+                "model_name": "function:model",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     with pytest.raises(PendingMessageQueueClosed):
         queue.enqueue("too late")
 
@@ -161,8 +221,41 @@ async def test_pause_keeps_accepted_messages_and_resume_inserts_them_after_the_r
     )
     assert not isinstance(resumed, Paused)
     assert seen == [["pay", "also: send a receipt"]]
-    kinds = [type(m).__name__ for m in resumed.all_messages()]
-    assert kinds == ["ModelRequest", "ModelResponse", "ModelRequest", "ModelRequest", "ModelResponse"]
+    assert recorded(resumed.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {"part_kind": "tool-call", "tool_name": "pay", "args": {"amount": 3}, "tool_call_id": "p"}
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 3},
+                "model_name": "function:first",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {"part_kind": "tool-return", "tool_name": "pay", "content": "paid", "tool_call_id": "p"}
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [{"part_kind": "user-prompt", "content": "also: send a receipt"}],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "done"}],
+                "usage": {"input_tokens": 59, "output_tokens": 1},
+                "model_name": "function:second",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 def test_queue_limit_at_and_past() -> None:

@@ -10,18 +10,18 @@ import pytest
 
 from ferrule.agent import Agent, Approved, Capability, ModelRetry, Paused, RunContext, Tool, ToolPolicy
 from ferrule.agent.exceptions import ToolDefinitionError, ToolRetriesExceeded
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
 from ferrule.core.model import ToolDefinition
+from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -29,24 +29,6 @@ pytestmark = pytest.mark.anyio
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
-def call(name: str, args: Any, call_id: str = "c1") -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)])
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.tools: list[list[ToolDefinition]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.tools.append(list(info.function_tools))
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 def answers(messages: Sequence[Message]) -> list[ToolReturnPart | RetryPromptPart]:

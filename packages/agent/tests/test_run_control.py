@@ -11,26 +11,15 @@ from ferrule.agent import Agent, RetryPolicy, Tool, run_state_of
 from ferrule.agent.exceptions import RunTimeoutError
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.errors import AuthenticationError, RateLimitError, ServerError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from ferrule.core.settings import ModelSettings
+from tests.support.scripts import Script, text
 
 pytestmark = pytest.mark.anyio
 
 
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
 def one_call(name: str, call_id: str = "c1") -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(tool_name=name, args={}, tool_call_id=call_id)])
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 async def test_deadline_inside_a_tool_cancels_and_records_unknown_outcome() -> None:

@@ -7,25 +7,22 @@ from typing import Any
 
 import anyio
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import Agent, Tool, ToolLimits, run_state_of
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
 )
 from ferrule.core.usage import UsageLimitExceeded, UsageLimits
+from tests.support.scripts import Script, recorded, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
 
 
 def many(name: str, count: int, args: Any = None) -> ModelResponse:
@@ -37,14 +34,6 @@ def many(name: str, count: int, args: Any = None) -> ModelResponse:
             for i in range(count)
         ]
     )
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 def step_results(messages: Sequence[Message]) -> list[Any]:
@@ -212,11 +201,43 @@ async def test_timeout_of_non_idempotent_tool_records_unknown_outcome_and_never_
 
     agent = Agent(FunctionModel(Script(many("charge", 1, {}))), tools=[Tool(charge, timeout=0.05)])
     result = await agent.run("x")
-    part = step_results(result.all_messages())[0]
-    assert isinstance(part, ToolReturnPart)
-    assert part.outcome == "interrupted"
-    assert "outcome is unknown" in part.content
-    assert part.metadata == {"ferrule_outcome": "unknown"}
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {"part_kind": "tool-call", "tool_name": "charge", "args": {}, "tool_call_id": "charge_0"}
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 2},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "charge",
+                        "content": "Tool 'charge' timed out after 0.05 seconds while running. Its outcome is unknown: it may or may not have taken effect. Do not assume it succeeded, and do not call it again without checking its effect first.",
+                        "tool_call_id": "charge_0",
+                        "metadata": {"ferrule_outcome": "unknown"},
+                        "outcome": "interrupted",
+                    }
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "done"}],
+                "usage": {"input_tokens": 90, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
     assert [c.tool_call_id for c in result.unknown_outcomes] == ["charge_0"]
     assert calls == 1
 
@@ -262,11 +283,80 @@ async def test_fatal_failure_cancels_and_drains_the_others() -> None:
     state = run_state_of(info.value)
     assert state is not None
     assert state.usage.tool_calls == 4
-    closing = state.messages[-1]
-    assert isinstance(closing, ModelRequest)
-    assert closing.state == "interrupted"
-    outcomes = [p.outcome for p in closing.parts if isinstance(p, ToolReturnPart)]
-    assert outcomes == ["interrupted", "failed", "interrupted", "interrupted"]
+    # Every call has a result: the failed one, and the three it interrupted.
+    assert recorded(state.messages) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "work",
+                        "args": {"i": 0},
+                        "tool_call_id": "work_0",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "work",
+                        "args": {"i": 1},
+                        "tool_call_id": "work_1",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "work",
+                        "args": {"i": 2},
+                        "tool_call_id": "work_2",
+                    },
+                    {
+                        "part_kind": "tool-call",
+                        "tool_name": "work",
+                        "args": {"i": 3},
+                        "tool_call_id": "work_3",
+                    },
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 12},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "work",
+                        "content": "The call of 'work' was interrupted before it finished (Boom).",
+                        "tool_call_id": "work_0",
+                        "outcome": "interrupted",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "work",
+                        "content": "The tool failed with an unexpected error (Boom); the run stopped.",
+                        "tool_call_id": "work_1",
+                        "outcome": "failed",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "work",
+                        "content": "The call of 'work' was interrupted before it finished (Boom).",
+                        "tool_call_id": "work_2",
+                        "outcome": "interrupted",
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "work",
+                        "content": "The call of 'work' was interrupted before it finished (Boom).",
+                        "tool_call_id": "work_3",
+                        "outcome": "interrupted",
+                    },
+                ],
+                "run_id": "run-1",
+                "state": "interrupted",
+            },
+        ]
+    )
     assert any("run_state_of" in note for note in getattr(info.value, "__notes__", []))
 
 

@@ -10,19 +10,16 @@ import pytest
 
 from ferrule.agent import Agent, Tool
 from ferrule.agent._tool_search import BM25, MAX_RESULTS, tokenize
-from ferrule.agent.testing import AgentInfo, FunctionModel, full_profile
+from ferrule.agent.testing import FunctionModel, full_profile
 from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
     Message,
     ModelRequest,
-    ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolAvailabilityDeltaPart,
-    ToolCallPart,
     ToolReturnPart,
 )
-from ferrule.core.model import ToolDefinition
+from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -40,27 +37,6 @@ def send_email(to: str, body: str) -> str:
 def convert_currency(amount: float, to: str) -> str:
     """Convert money between currencies using today's exchange rate."""
     return "converted"
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
-def call(name: str, args: Any, call_id: str = "c1") -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)])
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.tools: list[list[ToolDefinition]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.tools.append(list(info.function_tools))
-        return self.responses.pop(0) if self.responses else text("done")
-
-    def names(self, step: int) -> list[str]:
-        return [d.name for d in self.tools[step]]
 
 
 def request_parts(messages: Sequence[Message], kind: type[Any]) -> list[Any]:

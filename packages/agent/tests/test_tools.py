@@ -9,6 +9,7 @@ from typing import Any, Literal, TypedDict
 
 import msgspec
 import pytest
+from inline_snapshot import snapshot
 
 from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolLimits, ToolReturn, run_state_of
 from ferrule.agent._docstring import parse_docstring
@@ -21,17 +22,13 @@ from ferrule.core.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from tests.support.scripts import Script, recorded, text
 
 pytestmark = pytest.mark.anyio
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
 
 
 def calls(*parts: tuple[str, Any] | tuple[str, Any, str]) -> ModelResponse:
@@ -41,16 +38,6 @@ def calls(*parts: tuple[str, Any] | tuple[str, Any, str]) -> ModelResponse:
             for i, p in enumerate(parts)
         ]
     )
-
-
-class Script:
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.seen: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        return self.responses.pop(0) if self.responses else text("done")
 
 
 def results(messages: Sequence[Message], index: int = 2) -> list[Any]:
@@ -339,12 +326,54 @@ async def test_tool_return_with_follow_up_content_in_call_order() -> None:
 
     script = Script(calls(("first", {}), ("second", {})), text("done"))
     result = await Agent(FunctionModel(script), tools=[first, second]).run("x")
-    parts = results(result.all_messages())
-    assert [type(p) for p in parts] == [ToolReturnPart, ToolReturnPart, UserPromptPart, UserPromptPart]
-    assert parts[0].content == "one"
-    assert parts[0].metadata == {"m": 1}
-    assert parts[2].content[0] == "see image"
-    assert parts[3].content == "more text"
+    assert recorded(result.all_messages()) == snapshot(
+        [
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "x"}], "run_id": "run-1"},
+            {
+                "kind": "response",
+                "parts": [
+                    {"part_kind": "tool-call", "tool_name": "first", "args": {}, "tool_call_id": "id_0"},
+                    {"part_kind": "tool-call", "tool_name": "second", "args": {}, "tool_call_id": "id_1"},
+                ],
+                "usage": {"input_tokens": 51, "output_tokens": 4},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+            {
+                "kind": "request",
+                "parts": [
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "first",
+                        "content": "one",
+                        "tool_call_id": "id_0",
+                        "metadata": {"m": 1},
+                    },
+                    {
+                        "part_kind": "tool-return",
+                        "tool_name": "second",
+                        "content": "two",
+                        "tool_call_id": "id_1",
+                    },
+                    {
+                        "part_kind": "user-prompt",
+                        "content": ["see image", {"kind": "image-url", "url": "https://example.com/a.png"}],
+                    },
+                    {"part_kind": "user-prompt", "content": "more text"},
+                ],
+                "run_id": "run-1",
+            },
+            {
+                "kind": "response",
+                "parts": [{"part_kind": "text", "content": "done"}],
+                "usage": {"input_tokens": 62, "output_tokens": 1},
+                "model_name": "function",
+                "provider_name": "function",
+                "run_id": "run-1",
+            },
+        ]
+    )
 
 
 async def test_sync_tools_run_in_a_worker_thread_async_on_the_loop() -> None:

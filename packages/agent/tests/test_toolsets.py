@@ -13,8 +13,9 @@ from ferrule.agent import Agent, Approved, Paused, RunContext, Tool
 from ferrule.agent.exceptions import ToolDefinitionError
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.agent.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from ferrule.core.model import ToolDefinition
+from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -27,31 +28,6 @@ def add(a: int, b: int) -> int:
 def mul(a: int, b: int) -> int:
     """Multiply two numbers."""
     return a * b
-
-
-def text(content: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content)])
-
-
-def call(name: str, args: Any, call_id: str = "c1") -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args, tool_call_id=call_id)])
-
-
-class Script:
-    """Answers with the given responses in order and records what each request offered."""
-
-    def __init__(self, *responses: ModelResponse) -> None:
-        self.responses = list(responses)
-        self.tools: list[list[ToolDefinition]] = []
-        self.messages: list[list[Message]] = []
-
-    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        self.tools.append(list(info.function_tools))
-        self.messages.append(list(messages))
-        return self.responses.pop(0) if self.responses else text("done")
-
-    def names(self, step: int = 0) -> list[str]:
-        return [d.name for d in self.tools[step]]
 
 
 def returns(messages: Sequence[Message]) -> list[ToolReturnPart]:

@@ -57,7 +57,7 @@ from ._instrument import InstrumentationSettings
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult
-from ._run import HistoryView
+from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot

@@ -8,47 +8,46 @@ import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 
 import anyio
 from typing_extensions import TypeVar
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, UserContent, UserPromptPart
-from ferrule.core.model import Model, ToolDefinition
-from ferrule.core.profile import ModelProfile
+from ferrule.core.messages import Message, UserContent
+from ferrule.core.model import Model
 from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RunUsage, UsageLimits
+from ferrule.core.usage import UsageLimits
 
-from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
-from ._ext import NO_OPTIONS, RunExt, RunOptions
+from ._core import AgentCore, EndStrategy
+from ._deferred import (
+    Decision,
+    Paused,
+    PausedState,
+    PauseRequiredError,
+)
+from ._errors import attach_state
+from ._ext import NO_OPTIONS, RunOptions, run_options
 from ._instrument import InstrumentationSettings, Tracer
 from ._output import (
     NativeOutput,
-    OutputPlan,
-    OutputSpecInfo,
     PromptedOutput,
     StructuredDict,
     TextOutput,
     ToolOutput,
-    build_plan,
     normalize_spec,
-    resolve_mode,
 )
 from ._queue import PendingMessageQueue
-from ._result import AgentRun, AgentRunResult, StreamedRunResult, drive_stream
-from ._run import Run, new_run_id
-from ._sync_tools import ToolThreads
+from ._result import AgentRun, AgentRunResult, StreamedRunResult, streaming
+from ._run import Run
+from ._start import RunSettings, resume_run, start_run
 from ._tools import Tool, ToolLimits, as_tool
-from ._url_check import check_content, check_message
 from ._util import is_async as _is_async
-from ._util import merged_settings as _merged
 from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
-from .exceptions import PausedStateError, PauseRequiredError, ToolDefinitionError, attach_state
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 from .pricing import Pricing
@@ -62,123 +61,12 @@ __all__ = ["Agent", "EndStrategy"]
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
 
-EndStrategy: TypeAlias = Literal["graceful", "early", "exhaustive"]
-"""What happens to other calls of a response that also produced the final output.
-
-`graceful` (default): calls before the first successful output call run, later ones are skipped.
-`early`: output calls are tried first; if one succeeds, every other call is skipped.
-`exhaustive`: every call runs; the first successful output call (by call order) wins.
-"""
-
 InstructionsFn: TypeAlias = Callable[..., "str | Awaitable[str | None] | None"]
 """A dynamic instruction: `fn(ctx)` or `fn()`, sync or async, returning text (or `None`)."""
 
 _DEFAULT_LIMITS = UsageLimits()
 
 _NONE_TYPE: Any = type(None)
-
-
-class _AgentCore:
-    """The per-agent state the loop reads: built once and updated when tools are added."""
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        output_info: OutputSpecInfo,
-        retries: int,
-        output_retries: int,
-        tool_limits: ToolLimits,
-        end_strategy: EndStrategy,
-        retry_policy: RetryPolicy,
-        tracer: Tracer | None,
-        url_policy: UrlPolicy | None,
-    ) -> None:
-        self.name = name
-        self.url_policy = url_policy  # None: the default UrlPolicy(), built on first use
-        self.output_info = output_info
-        self.retries = retries
-        self.output_retries = output_retries
-        self.tool_limits = tool_limits
-        # One bounded set of worker threads per agent: hung sync calls of another agent never
-        # take this agent's threads (see _sync_tools).
-        self.threads = ToolThreads(tool_limits.max_sync_threads, owner=f"agent {name!r}")
-        self.end_strategy: EndStrategy = end_strategy
-        self.retry_policy = retry_policy
-        self.tracer = tracer
-        self.tools: dict[str, Tool[Any]] = {}
-        self.tool_defs: tuple[ToolDefinition, ...] = ()
-        self.has_prepare = False
-        self._limits: dict[str, ToolLimits] = {}
-        self.output_validators: list[tuple[Callable[..., Any], bool, bool]] = []
-        self.history_processors: list[tuple[Callable[..., Any], bool, bool]] = []
-        self._plans: dict[str, OutputPlan] = {}
-        self._by_profile: dict[int, tuple[ModelProfile, OutputPlan]] = {}
-        self.toolsets: list[AbstractToolset[Any]] = []
-        self.capabilities: list[Capability[Any]] = []
-        self.tool_policies: list[ToolPolicy] = []
-        self.hooks: list[Hook] = []
-        self.context_budget: ContextBudget | None = None
-        self.pricing: Pricing | None = None
-        self.has_deferred = False
-        self.extended = False
-        """Whether runs need the extension machinery (anything beyond tools, output and limits)."""
-
-    def update_extended(self) -> None:
-        self.extended = bool(
-            self.toolsets
-            or self.capabilities
-            or self.tool_policies
-            or self.hooks
-            or self.context_budget is not None
-            or self.has_deferred
-        )
-
-    def add_tool(self, tool: Tool[Any]) -> None:
-        if tool.name in self.tools:
-            raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered on this agent")
-        self.tools[tool.name] = tool
-        self._limits[tool.name] = self.tool_limits.tightened(tool.limits, tool.timeout)
-        self.tool_defs = (*self.tool_defs, tool.definition)
-        self.has_prepare = self.has_prepare or tool.prepare is not None
-        if tool.defer_loading:
-            self.has_deferred = self.extended = True
-        self._plans.clear()
-        self._by_profile.clear()
-
-    def limits_for(self, tool: Tool[Any]) -> ToolLimits:
-        limits = self._limits.get(tool.name)
-        if limits is not None and self.tools.get(tool.name) is tool:
-            return limits
-        return self.tool_limits.tightened(tool.limits, tool.timeout)
-
-    def max_retries_for(self, tool: Tool[Any]) -> int:
-        return self.retries if tool.max_retries is None else tool.max_retries
-
-    def plan_for(self, model: Model) -> OutputPlan:
-        profile = model.profile
-        cached = self._by_profile.get(id(profile))
-        if cached is not None and cached[0] is profile:
-            return cached[1]
-        plan = self._plan_for(model, profile)
-        if len(self._by_profile) > 64:  # profiles are normally few and long-lived; stay bounded anyway
-            self._by_profile.clear()
-        self._by_profile[id(profile)] = (profile, plan)
-        return plan
-
-    def _plan_for(self, model: Model, profile: ModelProfile) -> OutputPlan:
-        mode = resolve_mode(self.output_info, profile, model.system)
-        key = f"{mode}:{profile.supports_json_object_output}"
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = build_plan(self.output_info, mode, profile)
-            clash = [d.name for d in plan.tool_defs if d.name in self.tools]
-            if clash:
-                raise ToolDefinitionError(
-                    f"the output tool name {clash[0]!r} clashes with a function tool; rename one of them"
-                )
-            self._plans[key] = plan
-        return plan
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -246,8 +134,6 @@ class Agent(Generic[DepsT, OutputT]):
         self._model = model
         self._resolved: Model | None = model if isinstance(model, Model) else None
         self._by_name: dict[str, Model] = {}  # run(model="provider:name") resolves each string once
-        self._static_instructions: list[str] = []
-        self._dynamic_instructions: list[tuple[Callable[..., Any], bool, bool]] = []
         tracer: Tracer | None = None
         self._instrumentation: InstrumentationSettings | None = None
         if instrument:
@@ -256,7 +142,7 @@ class Agent(Generic[DepsT, OutputT]):
             )
             tracer = Tracer(settings, self.name)
             self._instrumentation = settings
-        self._core = _AgentCore(
+        self._core = AgentCore(
             name=self.name,
             output_info=normalize_spec(output_type),
             retries=retries,
@@ -309,9 +195,9 @@ class Agent(Generic[DepsT, OutputT]):
     def _add_instruction(self, item: str | InstructionsFn) -> None:
         if isinstance(item, str):
             if item:
-                self._static_instructions.append(item)
+                self._core.static_instructions.append(item)
         elif callable(item):
-            self._dynamic_instructions.append((item, _takes_ctx(item, 1), _is_async(item)))
+            self._core.dynamic_instructions.append((item, _takes_ctx(item, 1), _is_async(item)))
         else:
             raise UserError(f"instructions must be strings or functions, got {item!r}")
 
@@ -379,7 +265,7 @@ class Agent(Generic[DepsT, OutputT]):
                 return self._resolved
             if self._model is None:
                 raise UserError("no model: pass Agent(model=...) or run(..., model=...)")
-            from .models import infer_model
+            from .model_strings import infer_model
 
             self._resolved = infer_model(self._model)
             return self._resolved
@@ -387,7 +273,7 @@ class Agent(Generic[DepsT, OutputT]):
             return model
         resolved = self._by_name.get(model)
         if resolved is None:
-            from .models import infer_model
+            from .model_strings import infer_model
 
             resolved = self._by_name[model] = infer_model(model)
         return resolved
@@ -400,32 +286,30 @@ class Agent(Generic[DepsT, OutputT]):
             budget = timeout if budget is None else min(budget, timeout)
         return None if budget is None else anyio.current_time() + budget
 
-    async def _resolve_instructions(
-        self, run: Run, extra: str | Sequence[str] | None, plan: OutputPlan
-    ) -> str | None:
-        parts: list[str] = list(self._static_instructions)
-        for fn, takes_ctx, is_async in self._dynamic_instructions:
-            value = fn(run.ctx) if takes_ctx else fn()
-            if is_async:
-                value = await value
-            if value:
-                parts.append(cast("str", value))
-        if run.ext is not None:
-            for item in run.ext.instruction_items():
-                if isinstance(item, str):
-                    parts.append(item)
-                    continue
-                fn, takes_ctx, is_async = item
-                value = fn(run.ctx) if takes_ctx else fn()
-                if is_async:
-                    value = await value
-                if value:
-                    parts.append(cast("str", value))
-        if extra:
-            parts.extend([extra] if isinstance(extra, str) else [e for e in extra if e])
-        if plan.extra_instructions:
-            parts.append(plan.extra_instructions)
-        return "\n\n".join(parts) if parts else None
+    def _settings(
+        self,
+        model: Model | str | None,
+        deps: Any,
+        model_settings: ModelSettings | None,
+        usage_limits: UsageLimits | None,
+        timeout: float | None,
+        options: RunOptions,
+        correlation: RunCorrelation | None,
+        trace_parent: Any,
+        *,
+        cancellable: bool = False,
+    ) -> RunSettings:
+        return RunSettings(
+            model=self._resolve_model(model),
+            deps=deps,
+            layers=(self.model_settings, model_settings),
+            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
+            deadline=self._deadline(timeout),
+            cancellable=cancellable,
+            options=options,
+            correlation=correlation,
+            trace_parent=trace_parent,
+        )
 
     async def _start(
         self,
@@ -443,64 +327,18 @@ class Agent(Generic[DepsT, OutputT]):
         correlation: RunCorrelation | None = None,
         trace_parent: Any = None,
     ) -> Run:
-        model_obj = self._resolve_model(model)
-        plan = self._core.plan_for(model_obj)
-        messages: list[Message] = list(message_history) if message_history else []
-        new_index = len(messages)
-        if prompt is None and not (messages and isinstance(messages[-1], ModelRequest)):
-            raise UserError("give a user prompt, or a message_history that ends with a request")
-        run_id = new_run_id()
-        run = Run(
-            self._core,
-            model=model_obj,
-            plan=plan,
-            deps=deps,
-            messages=messages,
-            new_message_index=new_index,
-            instructions=None,
-            settings=_merged(model_obj.settings, self.model_settings, model_settings),
-            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
-            deadline=self._deadline(timeout),
-            usage=RunUsage(),
-            prompt=prompt,
-            run_id=run_id,
+        given = self._settings(
+            model,
+            deps,
+            model_settings,
+            usage_limits,
+            timeout,
+            options,
+            correlation,
+            trace_parent,
+            cancellable=cancellable,
         )
-        run.cancellable = cancellable
-        if correlation is not None:
-            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
-            run.correlation = correlation
-        # Content URLs of the prompt and the history are refused before anything else happens.
-        run.url_check.new_messages(messages)
-        if prompt is not None and not isinstance(prompt, str):
-            check_content(self._core.url_policy, prompt)
-        if (
-            self._core.extended
-            or options is not NO_OPTIONS
-            or run.usage_limits.cost_limit_nano_usd is not None
-        ):
-            self._extend(run, options, model_settings)
-        try:
-            if (self._dynamic_instructions or run.ext is not None) and run.deadline is not None:
-                with anyio.fail_after(max(0.0, run.deadline - anyio.current_time())):
-                    run.instructions = await self._resolve_instructions(run, instructions, plan)
-            else:
-                run.instructions = await self._resolve_instructions(run, instructions, plan)
-        except TimeoutError as exc:
-            from .exceptions import RunTimeoutError
-
-            raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
-        if prompt is not None:
-            content = prompt if isinstance(prompt, str) else list(prompt)
-            messages.append(
-                ModelRequest(
-                    parts=[UserPromptPart(content=content)], instructions=run.instructions, run_id=run_id
-                )
-            )
-            run.url_check.skip_to(messages)  # the prompt was checked above
-        if self._core.tracer is not None:
-            run.start_span(trace_parent)
-        return run
+        return await start_run(self._core, given, prompt, message_history, instructions)
 
     def _resume_run(
         self,
@@ -518,88 +356,18 @@ class Agent(Generic[DepsT, OutputT]):
         correlation: RunCorrelation | None = None,
         trace_parent: Any = None,
     ) -> Run:
-        if isinstance(state, Paused):
-            state = state.state
-        elif isinstance(state, (bytes, bytearray, str)):
-            state = PausedState.from_json(state, integrity_key=integrity_key)
-        elif integrity_key is not None:
-            raise PausedStateError(
-                "an integrity key only protects serialized state: pass the JSON bytes to resume, not a PausedState"
-            )
-        else:
-            state.check()
-        if isinstance(decisions, (bytes, bytearray, str)):
-            decisions = ResumeDecisions.from_json(decisions)
-        checked = check_decisions(state, decisions)
-        model_obj = self._resolve_model(model)
-        plan = self._core.plan_for(model_obj)
-        messages = list(state.messages)
-        usage = RunUsage(
-            input_tokens=state.usage.input_tokens,
-            cache_write_tokens=state.usage.cache_write_tokens,
-            cache_read_tokens=state.usage.cache_read_tokens,
-            output_tokens=state.usage.output_tokens,
-            input_audio_tokens=state.usage.input_audio_tokens,
-            cache_audio_read_tokens=state.usage.cache_audio_read_tokens,
-            output_audio_tokens=state.usage.output_audio_tokens,
-            details=dict(state.usage.details),
-            requests=state.usage.requests,
-            tool_calls=state.usage.tool_calls,
-            cost_nano_usd=state.usage.cost_nano_usd,
+        given = self._settings(
+            model,
+            deps,
+            model_settings,
+            usage_limits,
+            timeout,
+            options,
+            correlation,
+            trace_parent,
+            cancellable=cancellable,
         )
-        run = Run(
-            self._core,
-            model=model_obj,
-            plan=plan,
-            deps=deps,
-            messages=messages,
-            new_message_index=state.new_message_index,
-            instructions=state.instructions,
-            settings=_merged(model_obj.settings, self.model_settings, model_settings),
-            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
-            deadline=self._deadline(timeout),
-            usage=usage,
-            prompt=None,
-            run_id=state.run_id,
-            tool_retries=dict(state.tool_retries),
-            output_retries=state.output_retries,
-        )
-        run.cancellable = cancellable
-        if correlation is not None:
-            if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise UserError(f"correlation must be a RunCorrelation, got {correlation!r}")
-            run.correlation = correlation
-        # The stored history, its queued messages and external results are content like a prompt.
-        policy = self._core.url_policy
-        run.url_check.new_messages(messages)
-        for message in state.queued_messages:
-            check_message(policy, message)
-        for decision in checked.values():
-            if isinstance(decision, ExternalResult):
-                check_content(policy, decision.value)
-        if (
-            self._core.extended
-            or options is not NO_OPTIONS
-            or run.usage_limits.cost_limit_nano_usd is not None
-        ):
-            self._extend(run, options, model_settings, resumed=state.capabilities)
-        run.resume_from(state, checked)
-        if self._core.tracer is not None:
-            run.start_span(trace_parent)
-        return run
-
-    def _extend(
-        self,
-        run: Run,
-        options: RunOptions,
-        model_settings: ModelSettings | None,
-        resumed: Sequence[str] = (),
-    ) -> None:
-        if run.pricing is None and run.usage_limits.cost_limit_nano_usd is not None:
-            run.enable_pricing(Pricing())  # a cost limit is only enforceable with prices
-        if self._core.extended or options is not NO_OPTIONS:
-            run.settings_layers = (self.model_settings, model_settings)
-            run.ext = RunExt(run, options, resumed_capabilities=resumed)
+        return resume_run(self._core, given, state, decisions, integrity_key)
 
     # --- entry points -------------------------------------------------------------------------------
 
@@ -643,7 +411,7 @@ class Agent(Generic[DepsT, OutputT]):
             timeout=timeout,
             correlation=correlation,
             trace_parent=trace_parent,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -741,7 +509,7 @@ class Agent(Generic[DepsT, OutputT]):
             timeout=timeout,
             correlation=correlation,
             trace_parent=trace_parent,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -792,7 +560,7 @@ class Agent(Generic[DepsT, OutputT]):
             correlation=correlation,
             trace_parent=trace_parent,
             integrity_key=integrity_key,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -838,7 +606,7 @@ class Agent(Generic[DepsT, OutputT]):
             correlation=correlation,
             trace_parent=trace_parent,
             cancellable=True,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -847,10 +615,7 @@ class Agent(Generic[DepsT, OutputT]):
                 pending_messages,
             ),
         )
-        if run.ext is None:
-            yield AgentRun(run)
-            return
-        async with run.ext.session():
+        async with run.session():
             yield AgentRun(run)
 
     @asynccontextmanager
@@ -887,7 +652,7 @@ class Agent(Generic[DepsT, OutputT]):
             correlation=correlation,
             trace_parent=trace_parent,
             cancellable=True,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -896,7 +661,7 @@ class Agent(Generic[DepsT, OutputT]):
                 pending_messages,
             ),
         )
-        async with _streaming(run) as stream:
+        async with streaming(run) as stream:
             yield stream
 
     @asynccontextmanager
@@ -933,7 +698,7 @@ class Agent(Generic[DepsT, OutputT]):
             trace_parent=trace_parent,
             integrity_key=integrity_key,
             cancellable=True,
-            options=_options(
+            options=run_options(
                 toolsets,
                 capabilities,
                 capability_layers,
@@ -942,53 +707,5 @@ class Agent(Generic[DepsT, OutputT]):
                 pending_messages,
             ),
         )
-        async with _streaming(run) as stream:
+        async with streaming(run) as stream:
             yield stream
-
-
-def _options(
-    toolsets: Sequence[AbstractToolset[Any]],
-    capabilities: Sequence[Capability[Any]],
-    capability_layers: Sequence[CapabilityLayer],
-    history_processors: Sequence[Callable[..., Any]],
-    context_budget: ContextBudget | None,
-    pending_messages: PendingMessageQueue | None,
-) -> RunOptions:
-    if (
-        not toolsets
-        and not capabilities
-        and not capability_layers
-        and not history_processors
-        and context_budget is None
-        and pending_messages is None
-    ):
-        return NO_OPTIONS  # the common case: no per-run extensions, nothing to build
-    return RunOptions(
-        toolsets=toolsets,
-        capabilities=capabilities,
-        capability_layers=capability_layers,
-        history_processors=history_processors,
-        context_budget=context_budget,
-        pending_messages=pending_messages,
-    )
-
-
-@asynccontextmanager
-async def _streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
-    send, receive = anyio.create_memory_object_stream[Any](64)
-    errors: list[BaseException] = []
-    body_error: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(drive_stream, run, send, errors)
-        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
-        try:
-            async with receive:
-                yield stream
-        except Exception as exc:
-            # Re-raised below, outside the task group, so the caller sees it unwrapped.
-            body_error = exc
-        finally:
-            # Leaving early cancels the run; its work is drained before the block exits.
-            tg.cancel_scope.cancel()
-    if body_error is not None:
-        raise body_error

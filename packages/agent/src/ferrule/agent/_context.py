@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
@@ -11,10 +11,9 @@ from ferrule.core.messages import Message
 from ferrule.core.model import Model
 from ferrule.core.usage import RunUsage
 
-if TYPE_CHECKING:
-    from .capabilities import CapabilitySnapshot
+from ._protocols import ActiveCapabilities
 
-__all__ = ["DepsT", "RunContext"]
+__all__ = ["DepsT", "RunContext", "partial_output_context"]
 
 DepsT = TypeVar("DepsT", default=None, contravariant=True)
 """The type of a run's dependencies."""
@@ -64,7 +63,7 @@ class RunContext(Generic[DepsT]):
         run_step: int = 0,
         output_retries: int = 0,
         partial_output: bool = False,
-        capabilities: CapabilitySnapshot | None = None,
+        capabilities: ActiveCapabilities | None = None,
     ) -> None:
         self.deps = deps
         """The dependencies passed to `run(deps=...)`."""
@@ -99,12 +98,6 @@ class RunContext(Generic[DepsT]):
         self.capabilities = capabilities
         """The active capabilities, when the agent uses capabilities (else `None`)."""
 
-    def _replace(self, **changes: Any) -> RunContext[DepsT]:
-        clone = cast("RunContext[DepsT]", object.__new__(RunContext))
-        for name in RunContext.__slots__:
-            setattr(clone, name, changes[name] if name in changes else getattr(self, name))
-        return clone
-
     def for_call(self, tool_name: str, tool_call_id: str, retry: int, max_retries: int) -> RunContext[DepsT]:
         """A copy of this context naming one tool call."""
         clone = cast("RunContext[DepsT]", object.__new__(RunContext))
@@ -131,3 +124,12 @@ class RunContext(Generic[DepsT]):
             f"RunContext(run_id={self.run_id!r}, run_step={self.run_step}, tool_name={self.tool_name!r}, "
             f"retry={self.retry}, deps={self.deps!r})"
         )
+
+
+def partial_output_context(ctx: RunContext[DepsT]) -> RunContext[DepsT]:
+    """A copy of `ctx` for output validators checking a partial, streamed snapshot."""
+    clone = cast("RunContext[DepsT]", object.__new__(RunContext))
+    for name in RunContext.__slots__:
+        setattr(clone, name, getattr(ctx, name))
+    clone.partial_output = True
+    return clone

@@ -15,7 +15,8 @@ from ferrule.core import bounded_json, history
 from ferrule.core.messages import Message
 from ferrule.core.usage import RunUsage
 
-from .exceptions import (
+from ._errors import (
+    AgentRunError,
     DecisionError,
     PausedStateError,
     PausedStateIntegrityError,
@@ -30,6 +31,7 @@ __all__ = [
     "DeferredCall",
     "Denied",
     "ExternalResult",
+    "PauseRequiredError",
     "Paused",
     "PausedState",
     "ResumeDecisions",
@@ -344,3 +346,20 @@ class Paused:
     def __repr__(self) -> str:
         names = ", ".join(f"{p.tool_name}({p.kind})" for p in self.pending)
         return f"Paused(pending=[{names}])"
+
+
+class PauseRequiredError(AgentRunError):
+    """The model called a tool that needs approval or external execution, but the run cannot pause.
+
+    `run`, `run_sync` and `run_stream` refuse to discard a required pause; use `run_until_pause`
+    (or `resume`) instead. The pause is kept on the error as `paused`.
+    """
+
+    def __init__(self, paused: Paused) -> None:
+        self.paused = paused
+        """The pause that was required, with its resumable state."""
+        names = ", ".join(sorted({c.tool_name for c in paused.pending}))
+        super().__init__(
+            f"the run needs decisions for deferred tool calls ({names}); call agent.run_until_pause() "
+            "and agent.resume() instead of agent.run()"
+        )

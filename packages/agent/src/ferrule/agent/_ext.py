@@ -6,10 +6,9 @@ the loop never touches this module.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated, Any, cast
 
 import msgspec
 
@@ -24,21 +23,20 @@ from ferrule.core.messages import (
 from ferrule.core.model import Model, ToolDefinition
 
 from ._context import RunContext
+from ._errors import ModelRetry
+from ._queue import PendingMessageQueue
+from ._state import LoopState
+from ._step_tools import StepTools, prepare_tools
 from ._tool_search import BM25, MAX_RESULTS, TOOL_SEARCH_NAME
 from ._tools import Tool
-from ._util import merged_settings, normalize_callback
+from ._util import InstructionItem, instruction_texts, merged_settings, normalize_callback
 from .capabilities import Capability, CapabilityError, CapabilityLayer, CapabilityRegistry, CapabilitySnapshot
 from .context_budget import BudgetEnforcer, ContextBudget
-from .exceptions import ModelRetry, ToolDefinitionError
 from .hooks import HookDispatcher
-from .policies import ToolPolicy, overrides
+from .policies import PolicyStages
 from .toolsets import AbstractToolset, CombinedToolset, WrapperToolset, tools_of
 
-if TYPE_CHECKING:
-    from ._queue import PendingMessageQueue
-    from ._run import Run
-
-__all__ = ["LOAD_CAPABILITY_NAME", "RunExt", "RunOptions"]
+__all__ = ["LOAD_CAPABILITY_NAME", "NO_OPTIONS", "RunExt", "RunOptions", "run_options"]
 
 LOAD_CAPABILITY_NAME = "load_capability"
 """The name of the framework's capability-loading tool."""
@@ -75,6 +73,34 @@ class RunOptions:
 
 
 NO_OPTIONS = RunOptions()
+
+
+def run_options(
+    toolsets: Sequence[AbstractToolset[Any]],
+    capabilities: Sequence[Capability[Any]],
+    capability_layers: Sequence[CapabilityLayer],
+    history_processors: Sequence[Callable[..., Any]],
+    context_budget: ContextBudget | None,
+    pending_messages: PendingMessageQueue | None,
+) -> RunOptions:
+    """The options of one `run(...)` call: the shared empty `NO_OPTIONS` when it passes none."""
+    if (
+        not toolsets
+        and not capabilities
+        and not capability_layers
+        and not history_processors
+        and context_budget is None
+        and pending_messages is None
+    ):
+        return NO_OPTIONS  # the common case: no per-run extensions, nothing to build
+    return RunOptions(
+        toolsets=toolsets,
+        capabilities=capabilities,
+        capability_layers=capability_layers,
+        history_processors=history_processors,
+        context_budget=context_budget,
+        pending_messages=pending_messages,
+    )
 
 
 async def load_capability(ctx: RunContext[Any], capability: str) -> str:
@@ -120,7 +146,9 @@ def _prototype(name: str) -> Tool[Any]:
 class RunExt:
     """Extension state of one run."""
 
-    def __init__(self, run: Run, options: RunOptions, *, resumed_capabilities: Sequence[str] = ()) -> None:
+    def __init__(
+        self, run: LoopState, options: RunOptions, *, resumed_capabilities: Sequence[str] = ()
+    ) -> None:
         core = run.core
         self.run = run
         self.base_model: Model = run.model
@@ -128,7 +156,6 @@ class RunExt:
         self.run_processors = [normalize_callback(p, 2) for p in options.history_processors]
         budget = options.context_budget or core.context_budget
         self.budget: BudgetEnforcer | None = BudgetEnforcer(budget) if budget is not None else None
-        self.queue = options.pending_messages
         self.stack: AsyncExitStack | None = None
         self._entered: set[int] = set()
         self.active: list[Capability[Any]] = []
@@ -141,12 +168,6 @@ class RunExt:
         self._index: BM25 | None = None
         self._index_key: tuple[ToolDefinition, ...] = ()
         self.deferred: tuple[ToolDefinition, ...] = ()
-        self.policies: list[ToolPolicy] = []
-        self.prepare_policies: list[ToolPolicy] = []
-        self.argument_policies: list[ToolPolicy] = []
-        self.approval_policies: list[ToolPolicy] = []
-        self.call_policies: list[ToolPolicy] = []
-        self.return_policies: list[ToolPolicy] = []
         self.selectors: list[Any] = []
         layers = [CapabilityLayer("agent", core.capabilities)]
         if options.capabilities:
@@ -190,12 +211,9 @@ class RunExt:
         if on_demand:
             self.loaded_on_demand.extend(c.id for c in plan if c.id is not None)
 
-    def instruction_items(self) -> list[Any]:
+    def instruction_items(self) -> list[InstructionItem]:
         """Instructions of the capabilities active at run start, then the on-demand catalog."""
-        items: list[Any] = []
-        for capability in self.active:
-            for item in capability.instructions:
-                items.append(item if isinstance(item, str) else normalize_callback(item, 1))
+        items = _instruction_items(self.active)
         catalog = self._catalog()
         if catalog:
             items.append(catalog)
@@ -228,12 +246,7 @@ class RunExt:
             *self.run_processors,
         ]
         policies = [*core.tool_policies, *(p for c in active for p in c.tool_policies)]
-        self.policies = policies
-        self.prepare_policies = [p for p in policies if overrides(p, "on_prepare")]
-        self.argument_policies = [p for p in policies if overrides(p, "on_arguments")]
-        self.approval_policies = [p for p in policies if overrides(p, "on_approval")]
-        self.call_policies = [p for p in policies if overrides(p, "on_call")]
-        self.return_policies = [p for p in policies if overrides(p, "on_return")]
+        run.policies = PolicyStages(policies, self.is_framework) if policies else None
         hooks = [*core.hooks, *(h for c in active for h in c.hooks)]
         if hooks:
             if run.hooks is None:
@@ -271,18 +284,7 @@ class RunExt:
             self.refused_loads.add(ctx.tool_call_id)
             return f"Capability {capability_id!r} was not loaded: {exc}. Nothing was changed."
         # Resolve every instruction before recording anything: a failure leaves no partial load.
-        texts: list[str] = []
-        for capability in plan:
-            for item in capability.instructions:
-                if isinstance(item, str):
-                    texts.append(item)
-                    continue
-                fn, takes_ctx, is_async = normalize_callback(item, 1)
-                value = fn(ctx) if takes_ctx else fn()
-                if is_async:
-                    value = await value
-                if value:
-                    texts.append(cast("str", value))
+        texts = await instruction_texts(ctx, _instruction_items(plan))
         assert ctx.tool_call_id is not None
         self.pending_loads.append((ctx.tool_call_id, plan))
         loaded = ", ".join(repr(c.id) for c in plan)
@@ -321,7 +323,11 @@ class RunExt:
 
     @asynccontextmanager
     async def session(self) -> AsyncGenerator[None]:
-        """Enter the run's toolsets for one invocation (in the task that drives the run)."""
+        """Enter the run's toolsets for one invocation (in the task that drives the run).
+
+        When the run resumes at a paused response, the tools that response called are prepared
+        here (into `run.step_tools`), before the response is handled.
+        """
         run = self.run
         async with AsyncExitStack() as stack:
             self.stack = stack
@@ -333,7 +339,7 @@ class RunExt:
                 for toolset in self.toolsets():
                     await self._enter(toolset)
                 if run.resuming:  # at a paused response: the tools it called must be known
-                    await self.prepare_step()
+                    run.step_tools = await self.prepare_step()
             except BaseException as exc:
                 run.fail(exc)
                 raise
@@ -365,19 +371,14 @@ class RunExt:
         else:
             await self.stack.enter_async_context(toolset)
 
-    def fail(self, error: BaseException) -> None:
-        """A terminal failure: close the queue and discard what did not enter history."""
-        if self.queue is not None:
-            self.queue.close()
-
     # --- steps ------------------------------------------------------------------------------------
 
-    async def before_request(self) -> list[ModelRequest]:
+    async def before_request(self) -> tuple[list[ModelRequest], StepTools]:
         """Take queued messages, choose the model and prepare this step's tools."""
         run = self.run
         taken: list[ModelRequest] = []
-        if self.queue is not None:
-            taken = self.queue.take()
+        if run.queue is not None:
+            taken = run.queue.take()
             for request in taken:
                 request.run_id = run.run_id
                 run.messages.append(request)
@@ -390,16 +391,14 @@ class RunExt:
                 run.ctx.model = model
                 run.plan = run.core.plan_for(model)
                 self._apply_settings()
-        await self.prepare_step()
-        return taken
+        return taken, await self.prepare_step()
 
-    async def prepare_step(self) -> None:
-        """Assemble the tools of this step: agent, toolsets, capabilities, framework; then policies."""
+    async def prepare_step(self) -> StepTools:
+        """The tools of this step: agent, toolsets, capabilities, framework; then prepare policies."""
         run = self.run
-        core = run.core
         ctx = run.ctx
         ctx.run_step = run.usage.requests
-        tools: list[Tool[Any]] = list(core.tools.values())
+        tools: list[Tool[Any]] = list(run.core.tools.values())
         for toolset in self.base_toolsets:
             tools.extend(await tools_of(toolset, ctx))
         for capability in self.active:
@@ -408,59 +407,21 @@ class RunExt:
                 tools.extend(await tools_of(toolset, ctx))
         if self.registry is not None and self.registry.on_demand:
             tools.append(self._framework_tool(LOAD_CAPABILITY_NAME))
-        native = run.model.profile.native_deferred_tools
-        offered: list[ToolDefinition] = []
-        tool_map: dict[str, Tool[Any]] = {}
-        names: set[str] = set()
-        deferred: list[ToolDefinition] = []
         if any(t.defer_loading for t in tools):
             self._scan_reveals()
             tools.append(self._framework_tool(TOOL_SEARCH_NAME))
-        for tool in tools:
-            definition: ToolDefinition | None = tool.definition
-            if tool.prepare is not None:
-                prepared = tool.prepare(ctx, tool.definition)
-                if inspect.isawaitable(prepared):
-                    prepared = await prepared
-                definition = _same_name(tool, prepared, "prepare()")
-            if definition is not None and self.prepare_policies and not self.is_framework(tool):
-                for policy in self.prepare_policies:
-                    if not policy.applies_to(tool.name):
-                        continue
-                    result = policy.on_prepare(ctx, definition)
-                    if inspect.isawaitable(result):
-                        result = await result
-                    definition = _same_name(tool, result, f"the tool policy {type(policy).__name__}")
-                    if definition is None:
-                        break
-            if definition is None:
-                continue
-            name = definition.name
-            if name in names:
-                raise ToolDefinitionError(
-                    f"two tools are named {name!r} for this step; give one another name or put its toolset "
-                    "in a namespace (toolset.prefixed(...))"
-                )
-            names.add(name)
-            if definition.defer_loading:
-                deferred.append(definition)
-                if native:
-                    offered.append(definition)  # the provider keeps it out of context until a search names it
-                elif name in self.revealed:
-                    offered.append(msgspec.structs.replace(definition, defer_loading=False))
-                else:
-                    continue
-            else:
-                offered.append(definition)
-            tool_map[name] = tool
-        clash = [d.name for d in run.plan.tool_defs if d.name in names]
-        if clash:
-            raise ToolDefinitionError(
-                f"the output tool name {clash[0]!r} clashes with a function tool; rename one of them"
-            )
-        self.deferred = tuple(deferred)
-        run._step_tools = tuple(offered)  # pyright: ignore[reportPrivateUsage]
-        run._step_tool_map = tool_map  # pyright: ignore[reportPrivateUsage]
+        policies = run.policies
+        step = await prepare_tools(
+            ctx,
+            tools,
+            output_tools=run.plan.tool_defs,
+            policies=policies.prepare if policies is not None else (),
+            exempt=self.is_framework,
+            native_deferred=run.model.profile.native_deferred_tools,
+            revealed=self.revealed,
+        )
+        self.deferred = step.deferred
+        return step
 
     def is_framework(self, tool: Tool[Any]) -> bool:
         """Whether `tool` is the framework's own (`load_capability`, `tool_search`)."""
@@ -470,7 +431,7 @@ class RunExt:
         """This run's copy of a framework tool, calling into this `RunExt` (built once per run)."""
         tool = self._framework.get(name)
         if tool is None:
-            tool = _prototype(name)._clone()  # pyright: ignore[reportPrivateUsage]
+            tool = _prototype(name).replace()
             if name == LOAD_CAPABILITY_NAME:
 
                 async def load(ctx: RunContext[Any], capability: str) -> str:
@@ -526,66 +487,15 @@ class RunExt:
                 result.outcome = "failed"
                 self.refused_loads.discard(part.tool_call_id)
 
-    # --- policies ---------------------------------------------------------------------------------
-
-    async def apply_arguments(
-        self, ctx: RunContext[Any], tool: Tool[Any], part: ToolCallPart, args: Any
-    ) -> Any:
-        """The arguments stage of every applicable policy, in order."""
-        current: Any = args
-        for policy in self.argument_policies:
-            if not policy.applies_to(part.tool_name):
-                continue
-            result: Any = policy.on_arguments(ctx, part, current)
-            if inspect.isawaitable(result):
-                result = await result
-            if result is not current and isinstance(result, dict) and not isinstance(current, dict):
-                current = tool.validate_args(cast("dict[str, Any]", result))
-            else:
-                current = cast("Any", result)
-        return current
-
-    async def needs_approval(self, ctx: RunContext[Any], part: ToolCallPart, args: Any) -> bool:
-        """Whether an approval policy asks for a decision on this call."""
-        for policy in self.approval_policies:
-            if not policy.applies_to(part.tool_name):
-                continue
-            verdict = policy.on_approval(ctx, part, args)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if verdict:
-                return True
-        return False
-
-    async def before_call(self, ctx: RunContext[Any], part: ToolCallPart, args: Any) -> None:
-        """The call stage; a `ModelRetry` refuses the call."""
-        for policy in self.call_policies:
-            if policy.applies_to(part.tool_name):
-                result = policy.on_call(ctx, part, args)
-                if inspect.isawaitable(result):
-                    await result
-
-    async def returned(self, ctx: RunContext[Any], part: ToolCallPart, value: Any) -> Any:
-        """The return stage of every applicable policy, in order."""
-        for policy in self.return_policies:
-            if policy.applies_to(part.tool_name):
-                value = policy.on_return(ctx, part, value)
-                if inspect.isawaitable(value):
-                    value = await value
-        return value
-
 
 def _plain_lifecycle(kind: type[Any], base: type[Any]) -> bool:
     """Whether `kind` keeps `base`'s enter/exit, which only pass through to the inner toolsets."""
     return kind.__aenter__ is base.__aenter__ and kind.__aexit__ is base.__aexit__
 
 
-def _same_name(tool: Tool[Any], definition: Any, who: str) -> ToolDefinition | None:
-    if definition is None:
-        return None
-    checked = cast("ToolDefinition", definition)
-    if checked.name != tool.name:
-        raise ToolDefinitionError(
-            f"{who} renamed tool {tool.name!r} to {checked.name!r}; rename tools with toolset.renamed(...) instead"
-        )
-    return checked
+def _instruction_items(capabilities: Sequence[Capability[Any]]) -> list[InstructionItem]:
+    items: list[InstructionItem] = []
+    for capability in capabilities:
+        for item in capability.instructions:
+            items.append(item if isinstance(item, str) else normalize_callback(item, 1))
+    return items

@@ -58,11 +58,11 @@ def _json(value: Any) -> str:
 
 
 class _Span:
-    __slots__ = ("_metric_attrs", "_otel", "_span", "_started", "_tracer")
+    __slots__ = ("_metric_attrs", "_span", "_started", "_tracer", "otel")
 
     def __init__(self, tracer: Tracer, span: Any, metric_attrs: dict[str, Any] | None) -> None:
         self._tracer = tracer
-        self._otel = tracer._otel  # pyright: ignore[reportPrivateUsage]
+        self.otel = tracer.otel
         self._span = span
         self._started = time.perf_counter()
         self._metric_attrs = metric_attrs
@@ -70,7 +70,7 @@ class _Span:
     @property
     def context(self) -> Any:
         try:
-            return self._otel.trace.set_span_in_context(self._span)
+            return self.otel.trace.set_span_in_context(self._span)
         except Exception as exc:
             _fail_open("building a span context", exc)
             return None
@@ -87,7 +87,7 @@ class _Span:
         """Run a tool with this span current, so nested agent runs and client spans nest under it."""
         token: Any = None
         try:
-            token = self._otel.context.attach(self.context)
+            token = self.otel.context.attach(self.context)
         except Exception as exc:
             _fail_open("attaching the tool span", exc)
         try:
@@ -95,7 +95,7 @@ class _Span:
         finally:
             if token is not None:
                 try:
-                    self._otel.context.detach(token)
+                    self.otel.context.detach(token)
                 except Exception as exc:
                     _fail_open("detaching the tool span", exc)
 
@@ -115,7 +115,7 @@ class _Span:
         try:
             self._span.record_exception(exc)
             self._span.set_status(
-                self._otel.trace.Status(self._otel.trace.StatusCode.ERROR, type(exc).__name__)
+                self.otel.trace.Status(self.otel.trace.StatusCode.ERROR, type(exc).__name__)
             )
             self._span.set_attribute("error.type", name)
         except Exception as failure:
@@ -285,12 +285,12 @@ class Tracer:
     __slots__ = (
         "_cost",
         "_duration",
-        "_otel",
         "_tokens",
         "_tool_calls",
         "_tracer",
         "agent_name",
         "include_content",
+        "otel",
         "parent",
     )
 
@@ -304,7 +304,7 @@ class Tracer:
         otel: Any = _Otel()
         otel.trace = trace
         otel.context = context
-        self._otel = otel
+        self.otel = otel
         provider = settings.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("ferrule.agent")
         self.include_content = settings.include_content
@@ -339,7 +339,7 @@ class Tracer:
     def _start(self, name: str, attributes: dict[str, Any], parent: Any, kind: str, metric: bool) -> _Span:
         try:
             span = self._tracer.start_span(
-                name, context=parent, attributes=attributes, kind=getattr(self._otel.trace.SpanKind, kind)
+                name, context=parent, attributes=attributes, kind=getattr(self.otel.trace.SpanKind, kind)
             )
         except Exception as exc:
             _fail_open(f"starting span {name!r}", exc)

@@ -18,10 +18,10 @@ from ferrule.core.errors import UserError
 from ferrule.core.model import TEXT_OUTPUT, JsonObjectOutput, JsonSchemaOutput, OutputFormat, ToolDefinition
 from ferrule.core.profile import ModelProfile, StructuredOutputMode
 
+from ._errors import OutputSpecError
 from ._schema import check_against, compile_schema, is_object_schema, strip_title, type_schema
 from ._sync_tools import ToolThreads
 from ._tools import Tool
-from .exceptions import OutputSpecError
 
 __all__ = [
     "DEFAULT_OUTPUT_TOOL_NAME",

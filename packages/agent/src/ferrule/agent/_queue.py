@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelRequest, UserContent, UserPromptPart
 
-from .exceptions import PendingMessageQueueClosed
+from ._errors import PendingMessageQueueClosed
 
 __all__ = ["DEFAULT_MAX_PENDING", "PendingMessageQueue"]
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
@@ -13,14 +14,14 @@ from ferrule.core.messages import Message, TextPart, ToolCallPart
 from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
 from ferrule.core.usage import RunUsage
 
-from ._deferred import Paused
+from ._deferred import Paused, PauseRequiredError
+from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
-from .exceptions import PauseRequiredError, RunCancelledError, attach_state
 
 if TYPE_CHECKING:
     from ._run import Run
 
-__all__ = ["AgentRun", "AgentRunResult", "StreamedRunResult"]
+__all__ = ["AgentRun", "AgentRunResult", "StreamedRunResult", "drive_stream", "streaming"]
 
 OutputT = TypeVar("OutputT", default=str, covariant=True)
 
@@ -291,3 +292,25 @@ async def drive_stream(run: Run, send: MemoryObjectSendStream[Any], errors: list
             errors.append(exc)
         except anyio.get_cancelled_exc_class():
             raise
+
+
+@asynccontextmanager
+async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
+    """Drive `run` in a background task of its own; the body consumes its events in order."""
+    send, receive = anyio.create_memory_object_stream[Any](64)
+    errors: list[BaseException] = []
+    body_error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive_stream, run, send, errors)
+        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
+        try:
+            async with receive:
+                yield stream
+        except Exception as exc:
+            # Re-raised below, outside the task group, so the caller sees it unwrapped.
+            body_error = exc
+        finally:
+            # Leaving early cancels the run; its work is drained before the block exits.
+            tg.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error

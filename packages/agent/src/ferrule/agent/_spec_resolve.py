@@ -149,11 +149,11 @@ def _check_model(
         )
         return
     if providers is None:
-        from .models import installed_providers
+        from .model_strings import installed_providers
 
         providers = installed_providers()
     if ref.provider not in providers:
-        from .models import KNOWN_PACKAGES
+        from .model_strings import KNOWN_PACKAGES
 
         package = KNOWN_PACKAGES.get(ref.provider, f"ferrule-{ref.provider}")
         check.add(
@@ -423,11 +423,9 @@ async def resolve(
 def _tool_for(registered: Tool[Any] | Callable[..., Any], name: str, requires_approval: bool) -> Tool[Any]:
     tool = cast("Tool[Any]", registered) if isinstance(registered, Tool) else Tool[Any](registered, name=name)
     if tool.name != name:
-        tool = tool._clone(name=name)  # pyright: ignore[reportPrivateUsage]
+        tool = tool.replace(name=name)
     if requires_approval and tool.kind != "external" and tool.requires_approval is False:
-        tool = tool._clone()  # pyright: ignore[reportPrivateUsage]
-        tool.requires_approval = True
-        tool.definition = tool._definition()  # pyright: ignore[reportPrivateUsage]
+        tool = tool.replace(requires_approval=True)
     return tool
 
 

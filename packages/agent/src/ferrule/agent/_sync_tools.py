@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from .exceptions import ToolThreadsExhaustedError
+from ._errors import ToolThreadsExhaustedError
 
 __all__ = ["DEFAULT_SYNC_THREADS", "ToolThreads"]
 
@@ -73,20 +73,21 @@ class _Job:
         "function",
         "kwargs",
         "name",
-        "owner",
+        "on_done",
         "signal",
         "value",
     )
 
     def __init__(
         self,
-        owner: ToolThreads,
+        on_done: Callable[[_Job], None],
         name: str,
         function: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> None:
-        self.owner = owner
+        self.on_done = on_done
+        """Called in the worker thread when the function returned (the pool's bookkeeping)."""
         self.name = name
         self.function = function
         self.args = args
@@ -103,7 +104,7 @@ class _Job:
             self.value = self.context.run(self.function, *self.args, **self.kwargs)
         except BaseException as exc:  # delivered to the caller, which re-raises it
             self.error = exc
-        self.owner._finished(self)  # pyright: ignore[reportPrivateUsage]
+        self.on_done(self)
 
 
 def _work(inbox: queue.SimpleQueue[_Job]) -> None:
@@ -178,7 +179,7 @@ class ToolThreads:
         Cancellation does not wait for the thread: the call is abandoned, and its outcome unknown.
         """
         await self._acquire()
-        job = _Job(self, name, function, args, kwargs)
+        job = _Job(self._finished, name, function, args, kwargs)
         try:
             _dispatch(job)
         except BaseException:
@@ -237,7 +238,7 @@ class ToolThreads:
             waiter.set()
 
     def _finished(self, job: _Job) -> None:
-        """Called in the worker thread when the function returned."""
+        """Called in the worker thread when the function returned (or when no thread took the job)."""
         with self._lock:
             self._running -= 1
             job.finished = True

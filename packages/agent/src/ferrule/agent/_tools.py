@@ -18,9 +18,9 @@ from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
+from ._errors import ToolDefinitionError
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
-from .exceptions import ToolDefinitionError
 
 __all__ = [
     "SideEffect",
@@ -41,7 +41,7 @@ ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitabl
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
 
 _KIB = 1024
-_KEEP: Any = object()  # "leave this field as it is" in `Tool._clone`
+_KEEP: Any = object()  # "leave this field as it is" in `Tool.replace`
 _MIB = 1024 * 1024
 
 
@@ -431,7 +431,7 @@ class Tool(Generic[DepsT]):
             metadata=self.metadata,
         )
 
-    def _clone(
+    def replace(
         self,
         *,
         name: str | None = None,
@@ -439,8 +439,9 @@ class Tool(Generic[DepsT]):
         metadata: Any = _KEEP,
         defer_loading: bool | None = None,
         strict: Any = _KEEP,
+        requires_approval: Any = _KEEP,
     ) -> Tool[DepsT]:
-        """A copy offered under another name, description, metadata or loading mode; same function."""
+        """A copy offered under another name, description, metadata, loading mode or approval; same function."""
         # type(self): a subclass stays a subclass when a toolset wrapper renames or re-describes it.
         clone = cast("Tool[DepsT]", object.__new__(type(self)))
         for slot in Tool.__slots__:
@@ -455,6 +456,8 @@ class Tool(Generic[DepsT]):
             clone.defer_loading = defer_loading
         if strict is not _KEEP:
             clone.strict = strict
+        if requires_approval is not _KEEP:
+            clone.requires_approval = requires_approval
         clone.definition = clone._definition()
         return clone
 

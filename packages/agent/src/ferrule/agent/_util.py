@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias, cast
 
 from ferrule.core.settings import ModelSettings, merge_settings
 
-__all__ = ["is_async", "merged_settings", "normalize_callback", "takes_ctx"]
+__all__ = [
+    "Callback",
+    "InstructionItem",
+    "instruction_texts",
+    "is_async",
+    "merged_settings",
+    "normalize_callback",
+    "takes_ctx",
+]
+
+Callback: TypeAlias = tuple[Callable[..., Any], bool, bool]
+"""`(fn, takes_ctx, is_async)`: a user callback in the form the loop calls it."""
+InstructionItem: TypeAlias = "str | Callback"
+"""One instruction: static text, or a callback `fn(ctx)` / `fn()` returning text or `None`."""
 
 _NO_SETTINGS = ModelSettings()
 
@@ -31,7 +44,7 @@ def is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
-def normalize_callback(fn: Callable[..., Any], arity_with_ctx: int) -> tuple[Callable[..., Any], bool, bool]:
+def normalize_callback(fn: Callable[..., Any], arity_with_ctx: int) -> Callback:
     """`(fn, takes_ctx, is_async)`, the form the loop calls callbacks in."""
     return (fn, takes_ctx(fn, arity_with_ctx), is_async(fn))
 
@@ -44,3 +57,19 @@ def merged_settings(*layers: ModelSettings | None) -> ModelSettings:
     if len(present) == 1:
         return present[0]
     return merge_settings(*present)
+
+
+async def instruction_texts(ctx: Any, items: Iterable[InstructionItem]) -> list[str]:
+    """The non-empty texts of `items` in order, calling each callback with `ctx` when it takes one."""
+    texts: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+            continue
+        fn, wants_ctx, awaited = item
+        value = fn(ctx) if wants_ctx else fn()
+        if awaited:
+            value = await value
+        if value:
+            texts.append(cast("str", value))
+    return texts

@@ -45,8 +45,8 @@ from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 
 from ._context import DepsT, RunContext
+from ._errors import AgentRunError
 from ._tools import Tool, as_tool
-from .exceptions import AgentRunError
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 from .toolsets import AbstractToolset

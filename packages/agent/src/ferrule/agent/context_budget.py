@@ -55,14 +55,7 @@ from ferrule.core.messages import (
 from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
 
 from ._context import RunContext
-from .exceptions import (
-    ContextBudgetExceeded,
-    ContextMediaTooLarge,
-    ContextPromptTooLarge,
-    ContextSchemaTooLarge,
-    ContextTokenLimitExceeded,
-    ContextToolsTooLarge,
-)
+from ._errors import AgentRunError
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -134,6 +127,39 @@ OverflowHook: TypeAlias = Callable[
     "Sequence[Message] | Awaitable[Sequence[Message] | None] | None",
 ]
 """`on_overflow(ctx, overflow, messages)`: a smaller provider view, or `None` to give up."""
+
+
+class ContextBudgetExceeded(AgentRunError):
+    """The provider-facing request is over the context budget, even after the overflow hook.
+
+    Raised before the request is sent; the subclass names the first limit that failed.
+    """
+
+    def __init__(self, message: str, overflow: ContextOverflow) -> None:
+        self.overflow = overflow
+        """Which limit failed, the limit, the measured value and the whole measurement."""
+        super().__init__(message)
+
+
+class ContextPromptTooLarge(ContextBudgetExceeded):
+    """Prompt text (instructions, prompts, response text) is over `max_prompt_bytes`."""
+
+
+class ContextToolsTooLarge(ContextBudgetExceeded):
+    """Tool definitions and tool traffic are over `max_tool_bytes`."""
+
+
+class ContextSchemaTooLarge(ContextBudgetExceeded):
+    """Tool and output JSON schemas are over `max_schema_bytes`."""
+
+
+class ContextMediaTooLarge(ContextBudgetExceeded):
+    """Media (binary data and URLs) is over `max_media_bytes`."""
+
+
+class ContextTokenLimitExceeded(ContextBudgetExceeded):
+    """The estimated input tokens are over the input capacity (`max_input_tokens`, or
+    `max_total_tokens` minus the output reservation)."""
 
 
 class ContextBudget(msgspec.Struct, frozen=True, kw_only=True):

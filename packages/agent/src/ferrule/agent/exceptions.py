@@ -1,25 +1,52 @@
-"""Exceptions of the agent loop.
+"""Exceptions of the agent loop: the public home of every agent exception.
 
 Every exception that ends a run carries the run's state up to the failure (history, usage, retry
 counters, calls with unknown outcome): read it with [`run_state_of`][ferrule.agent.exceptions.run_state_of].
 Application exceptions raised by tools, output functions and validators are re-raised unchanged
 (the same object, never wrapped); the state rides on them as an attribute and a note is added.
+
+The classes are defined in the lowest module that can hold them (`_errors`, or beside the type
+they carry: `PauseRequiredError` with `Paused`, the context budget errors with `ContextOverflow`),
+so that no module of the agent has to import a higher one to raise them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from ferrule.core.errors import FerruleError, UserError
 from ferrule.core.usage import UsageLimitExceeded
 
-if TYPE_CHECKING:
-    from ferrule.core.messages import Message, ToolCallPart
-    from ferrule.core.usage import RunUsage
-
-    from ._deferred import Paused
-    from .context_budget import ContextOverflow
+from ._deferred import PauseRequiredError
+from ._errors import (
+    AgentRunError,
+    ContentFilteredResponseError,
+    DecisionError,
+    EmptyResponseError,
+    IncompleteToolCallError,
+    ModelRetry,
+    OutputRetriesExceeded,
+    OutputSpecError,
+    OutputTruncatedError,
+    PausedStateError,
+    PausedStateIntegrityError,
+    PausedStateVersionError,
+    PendingMessageQueueClosed,
+    RunCancelledError,
+    RunState,
+    RunTimeoutError,
+    ToolDefinitionError,
+    ToolRetriesExceeded,
+    ToolThreadsExhaustedError,
+    UnexpectedModelBehavior,
+    UnknownCostError,
+    run_state_of,
+)
+from .context_budget import (
+    ContextBudgetExceeded,
+    ContextMediaTooLarge,
+    ContextPromptTooLarge,
+    ContextSchemaTooLarge,
+    ContextTokenLimitExceeded,
+    ContextToolsTooLarge,
+)
 
 __all__ = [
     "AgentRunError",
@@ -53,248 +80,3 @@ __all__ = [
     "UsageLimitExceeded",
     "run_state_of",
 ]
-
-_STATE_ATTR = "__ferrule_run_state__"
-
-
-class ModelRetry(Exception):
-    """Raise from a tool, output function or output validator to ask the model to try again.
-
-    The message is sent to the model as a retry prompt, so it must be safe for the model to read.
-    Retries count against the tool's (or the output's) retry budget.
-    """
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        """The correction sent to the model."""
-        super().__init__(message)
-
-
-class RunState:
-    """A run's state when it ended with an exception: what happened up to the failure."""
-
-    __slots__ = (
-        "messages",
-        "new_message_index",
-        "output_retries",
-        "tool_retries",
-        "unknown_outcomes",
-        "usage",
-    )
-
-    def __init__(
-        self,
-        *,
-        messages: list[Message],
-        new_message_index: int,
-        usage: RunUsage,
-        tool_retries: dict[str, int],
-        output_retries: int,
-        unknown_outcomes: Sequence[ToolCallPart],
-    ) -> None:
-        self.messages = messages
-        """The history up to the failure (tool calls that did not finish have `interrupted` results)."""
-        self.new_message_index = new_message_index
-        """Index of the first message this run added."""
-        self.usage = usage
-        """Usage up to the failure."""
-        self.tool_retries = tool_retries
-        """Retries used per tool."""
-        self.output_retries = output_retries
-        """Output retries used."""
-        self.unknown_outcomes = list(unknown_outcomes)
-        """Calls of non-idempotent tools whose outcome is unknown (interrupted or timed out mid-call)."""
-
-    def all_messages(self) -> list[Message]:
-        """The whole history up to the failure."""
-        return list(self.messages)
-
-    def new_messages(self) -> list[Message]:
-        """The messages this run added before it failed."""
-        return self.messages[self.new_message_index :]
-
-    def __repr__(self) -> str:
-        return f"RunState(messages={len(self.messages)}, usage={self.usage!r})"
-
-
-def run_state_of(error: BaseException) -> RunState | None:
-    """The state of the run that `error` ended, or `None` when it did not come out of a run."""
-    state = getattr(error, _STATE_ATTR, None)
-    return state if isinstance(state, RunState) else None
-
-
-def attach_state(error: BaseException, state: RunState) -> None:
-    """Record `state` on `error` (once) so `run_state_of` can find it; used by the loop."""
-    if getattr(error, _STATE_ATTR, None) is not None:
-        return
-    try:
-        setattr(error, _STATE_ATTR, state)
-    except (AttributeError, TypeError):  # pragma: no cover - exceptions with __slots__ and no __dict__
-        return
-    if not isinstance(error, FerruleError):
-        error.add_note(
-            "ferrule: this exception ended an agent run; its history and usage are available via "
-            "ferrule.agent.exceptions.run_state_of(error)"
-        )
-
-
-class AgentRunError(FerruleError):
-    """Base class of the errors that end an agent run."""
-
-    @property
-    def run_state(self) -> RunState | None:
-        """The run's state at the failure (also available through `run_state_of`)."""
-        return run_state_of(self)
-
-
-class UnexpectedModelBehavior(AgentRunError):
-    """The model behaved in a way the agent cannot recover from."""
-
-    def __init__(self, message: str, *, body: Any = None) -> None:
-        self.message = message
-        """What went wrong."""
-        self.body = body
-        """The offending content, when useful for diagnosis."""
-        super().__init__(message)
-
-
-class ToolRetriesExceeded(UnexpectedModelBehavior):
-    """A tool asked for (or caused) more retries than its budget allows."""
-
-    def __init__(self, tool_name: str, max_retries: int) -> None:
-        self.tool_name = tool_name
-        """The tool whose budget ran out."""
-        self.max_retries = max_retries
-        """The tool's retry budget."""
-        super().__init__(
-            f"tool {tool_name!r} exceeded its retry budget of {max_retries}; "
-            "raise Tool(max_retries=...) or Agent(retries=...), or fix the tool's schema or description"
-        )
-
-
-class OutputRetriesExceeded(UnexpectedModelBehavior):
-    """The model failed to produce valid output within the output retry budget."""
-
-    def __init__(self, max_retries: int, last_error: str) -> None:
-        self.max_retries = max_retries
-        """The output retry budget."""
-        self.last_error = last_error
-        """Why the last output was rejected."""
-        super().__init__(
-            f"the model's output was rejected more than {max_retries} times (last: {last_error}); "
-            "raise Agent(output_retries=...) or simplify the output type"
-        )
-
-
-class EmptyResponseError(UnexpectedModelBehavior):
-    """The model kept returning empty responses (no text and no tool call)."""
-
-
-class OutputTruncatedError(UnexpectedModelBehavior):
-    """The model stopped because it reached its token limit (finish reason `length`)."""
-
-
-class ContentFilteredResponseError(UnexpectedModelBehavior):
-    """The provider stopped the response on content-policy grounds (finish reason `content_filter`)."""
-
-
-class IncompleteToolCallError(UnexpectedModelBehavior):
-    """A tool call in the response is incomplete (no name, or arguments cut off by the token limit)."""
-
-
-class RunTimeoutError(AgentRunError, TimeoutError):
-    """The run's absolute deadline (`run_timeout` / `timeout=`) passed; in-flight work was drained."""
-
-
-class RunCancelledError(AgentRunError):
-    """The run was cancelled through its handle (`AgentRun.cancel()` / `StreamedRunResult.cancel()`)."""
-
-
-class ToolThreadsExhaustedError(AgentRunError):
-    """Every worker thread of the agent's sync tools is held by a call that timed out or was cancelled.
-
-    Those calls are still running (a sync function cannot be interrupted); no sync tool of the
-    agent can run until one of them returns. The message names the tools holding the threads.
-    """
-
-
-class PauseRequiredError(AgentRunError):
-    """The model called a tool that needs approval or external execution, but the run cannot pause.
-
-    `run`, `run_sync` and `run_stream` refuse to discard a required pause; use `run_until_pause`
-    (or `resume`) instead. The pause is kept on the error as `paused`.
-    """
-
-    def __init__(self, paused: Paused) -> None:
-        self.paused = paused
-        """The pause that was required, with its resumable state."""
-        names = ", ".join(sorted({c.tool_name for c in paused.pending}))
-        super().__init__(
-            f"the run needs decisions for deferred tool calls ({names}); call agent.run_until_pause() "
-            "and agent.resume() instead of agent.run()"
-        )
-
-
-class PausedStateError(UserError):
-    """A paused state could not be accepted; nothing was executed."""
-
-
-class PausedStateVersionError(PausedStateError):
-    """The paused state was written by a newer (or unknown) format version."""
-
-
-class PausedStateIntegrityError(PausedStateError):
-    """The paused state's integrity check failed (tampered, unsigned, or signed with another key)."""
-
-
-class DecisionError(PausedStateError):
-    """The decisions passed to `resume` do not match the paused calls; nothing was executed."""
-
-
-class ToolDefinitionError(UserError):
-    """A tool cannot be built from the given function or options."""
-
-
-class OutputSpecError(UserError):
-    """The output type or output mode cannot be used (or is not supported by the model)."""
-
-
-class ContextBudgetExceeded(AgentRunError):
-    """The provider-facing request is over the context budget, even after the overflow hook.
-
-    Raised before the request is sent; the subclass names the first limit that failed.
-    """
-
-    def __init__(self, message: str, overflow: ContextOverflow) -> None:
-        self.overflow = overflow
-        """Which limit failed, the limit, the measured value and the whole measurement."""
-        super().__init__(message)
-
-
-class ContextPromptTooLarge(ContextBudgetExceeded):
-    """Prompt text (instructions, prompts, response text) is over `max_prompt_bytes`."""
-
-
-class ContextToolsTooLarge(ContextBudgetExceeded):
-    """Tool definitions and tool traffic are over `max_tool_bytes`."""
-
-
-class ContextSchemaTooLarge(ContextBudgetExceeded):
-    """Tool and output JSON schemas are over `max_schema_bytes`."""
-
-
-class ContextMediaTooLarge(ContextBudgetExceeded):
-    """Media (binary data and URLs) is over `max_media_bytes`."""
-
-
-class ContextTokenLimitExceeded(ContextBudgetExceeded):
-    """The estimated input tokens are over the input capacity (`max_input_tokens`, or
-    `max_total_tokens` minus the output reservation)."""
-
-
-class PendingMessageQueueClosed(UserError):
-    """Messages were enqueued after the run ended (or the queue was closed); they were not accepted."""
-
-
-class UnknownCostError(AgentRunError):
-    """The run has a cost limit, but the price of a response is unknown, so the limit cannot hold."""

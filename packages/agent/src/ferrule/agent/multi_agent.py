@@ -36,6 +36,7 @@ import contextvars
 import math
 import os
 from collections.abc import Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
@@ -43,7 +44,7 @@ import msgspec
 
 from ferrule.core.errors import UserError
 from ferrule.core.messages import Message
-from ferrule.core.usage import RunUsage, UsageLimitExceeded, UsageLimits
+from ferrule.core.usage import RunUsage, UsageLimits
 
 from ._context import RunContext
 from .capabilities import Capability, CapabilityLayer
@@ -192,9 +193,16 @@ class Session:
         """Add usage of work done outside the session (e.g. a parent run) to the cumulative total."""
         self.usage = self.usage + usage
 
-    def _start_clock(self) -> None:
+    def admit(self, transition: Transition, depth: int, agent_name: str) -> None:
+        """Check that a run may start in the tree (cancellation, depth, run count, cumulative usage);
+        the first admitted run starts the session's clock."""
+        self._check_before(transition, depth, agent_name)
         if self._deadline is None and self._timeout is not None:
             self._deadline = anyio.current_time() + self._timeout
+
+    def cancel_scope(self) -> _RunScope:
+        """A cancel scope for one run of the tree, cancelled by `cancel()` while it is open."""
+        return _RunScope(self._scopes)
 
     def _check_before(self, transition: Transition, depth: int, agent_name: str) -> None:
         if self._cancelled:
@@ -213,7 +221,8 @@ class Session:
         if cumulative is not None:
             cumulative.check_before_request(self.usage)
 
-    def _limits_for(self, own: UsageLimits | None) -> UsageLimits:
+    def limits_for(self, own: UsageLimits | None) -> UsageLimits:
+        """A run's own usage limits, tightened to what the session's cumulative limits leave."""
         base = own or UsageLimits()
         cumulative = self.limits.usage_limits
         if cumulative is None:
@@ -238,12 +247,35 @@ class Session:
             ),
         )
 
-    def _after(self, usage: RunUsage | None) -> None:
+    def account(self, usage: RunUsage | None) -> None:
+        """Add a finished run's usage to the total; raises when the cumulative token limits are passed."""
         if usage is not None:
             self.usage = self.usage + usage
         cumulative = self.limits.usage_limits
         if cumulative is not None:
             cumulative.check_tokens(self.usage)
+
+
+class _RunScope:
+    """The cancel scope of one run of a session, registered with the session while it is open."""
+
+    __slots__ = ("_open", "_scope")
+
+    def __init__(self, open_scopes: set[anyio.CancelScope]) -> None:
+        self._open = open_scopes
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> anyio.CancelScope:
+        self._open.add(self._scope)
+        return self._scope.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        try:
+            return self._scope.__exit__(kind, error, tb)
+        finally:
+            self._open.discard(self._scope)
 
 
 class Scope:
@@ -363,8 +395,7 @@ class Scope:
             raise UserError(f"context must be 'shared' or 'isolated', got {context!r}")
         session = self.session
         depth = self.depth if transition == "handoff" else self.depth + 1
-        session._check_before(transition, depth, agent.name)  # pyright: ignore[reportPrivateUsage]
-        session._start_clock()  # pyright: ignore[reportPrivateUsage]
+        session.admit(transition, depth, agent.name)
         deadlines = [d for d in (session.deadline, self.deadline) if d is not None]
         if deadlines:
             remaining = min(deadlines) - anyio.current_time()
@@ -397,17 +428,15 @@ class Scope:
             run_options["trace_parent"] = session.trace_parent
         scope = Scope(session, depth=depth, deps=run_deps, messages=list(history), inherited=self.inherited)
         token = _CURRENT.set(scope)
-        cancel_scope = anyio.CancelScope()
-        session._scopes.add(cancel_scope)  # pyright: ignore[reportPrivateUsage]
         result: AgentRunResult[Any] | None = None
         try:
-            with cancel_scope:
+            with session.cancel_scope():
                 result = await agent.run(
                     prompt,
                     deps=run_deps,
                     message_history=history or None,
                     timeout=timeout,
-                    usage_limits=session._limits_for(usage_limits or agent.usage_limits),  # pyright: ignore[reportPrivateUsage]
+                    usage_limits=session.limits_for(usage_limits or agent.usage_limits),
                     capability_layers=layers,
                     **run_options,
                 )
@@ -424,10 +453,9 @@ class Scope:
                     error=type(exc).__name__,
                 )
             )
-            session._after(state.usage if state is not None else None)  # pyright: ignore[reportPrivateUsage]
+            session.account(state.usage if state is not None else None)
             raise
         finally:
-            session._scopes.discard(cancel_scope)  # pyright: ignore[reportPrivateUsage]
             _CURRENT.reset(token)
         if result is None:  # the cancel scope swallowed a session-wide cancellation
             session.records.append(
@@ -452,8 +480,5 @@ class Scope:
                 ok=True,
             )
         )
-        try:
-            session._after(result.usage())  # pyright: ignore[reportPrivateUsage]
-        except UsageLimitExceeded:
-            raise
+        session.account(result.usage())
         return result

@@ -26,15 +26,17 @@ class NoDeletes(ToolPolicy):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
 from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import ToolDefinition
 
 from ._context import RunContext
+from ._tools import Tool
 
-__all__ = ["ToolPolicy"]
+__all__ = ["PolicyStages", "ToolPolicy"]
 
 
 class ToolPolicy:
@@ -75,3 +77,66 @@ class ToolPolicy:
 def overrides(policy: ToolPolicy, stage: str) -> bool:
     """Whether `policy` overrides the stage method `stage` (so unused stages cost nothing)."""
     return getattr(type(policy), stage) is not getattr(ToolPolicy, stage)
+
+
+class PolicyStages:
+    """The policies of one run, sorted by the stages they override, and those stages in order.
+
+    `exempt(tool)` names the framework's own tools, which no policy sees.
+    """
+
+    __slots__ = ("approval", "arguments", "call", "exempt", "prepare", "returns")
+
+    def __init__(self, policies: Sequence[ToolPolicy], exempt: Callable[[Tool[Any]], bool]) -> None:
+        self.exempt = exempt
+        self.prepare = [p for p in policies if overrides(p, "on_prepare")]
+        self.arguments = [p for p in policies if overrides(p, "on_arguments")]
+        self.approval = [p for p in policies if overrides(p, "on_approval")]
+        self.call = [p for p in policies if overrides(p, "on_call")]
+        self.returns = [p for p in policies if overrides(p, "on_return")]
+
+    async def apply_arguments(
+        self, ctx: RunContext[Any], tool: Tool[Any], part: ToolCallPart, args: Any
+    ) -> Any:
+        """The arguments stage of every applicable policy, in order."""
+        current: Any = args
+        for policy in self.arguments:
+            if not policy.applies_to(part.tool_name):
+                continue
+            result: Any = policy.on_arguments(ctx, part, current)
+            if inspect.isawaitable(result):
+                result = await result
+            if result is not current and isinstance(result, dict) and not isinstance(current, dict):
+                current = tool.validate_args(cast("dict[str, Any]", result))
+            else:
+                current = cast("Any", result)
+        return current
+
+    async def needs_approval(self, ctx: RunContext[Any], part: ToolCallPart, args: Any) -> bool:
+        """Whether an approval policy asks for a decision on this call."""
+        for policy in self.approval:
+            if not policy.applies_to(part.tool_name):
+                continue
+            verdict = policy.on_approval(ctx, part, args)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict:
+                return True
+        return False
+
+    async def before_call(self, ctx: RunContext[Any], part: ToolCallPart, args: Any) -> None:
+        """The call stage; a `ModelRetry` refuses the call."""
+        for policy in self.call:
+            if policy.applies_to(part.tool_name):
+                result = policy.on_call(ctx, part, args)
+                if inspect.isawaitable(result):
+                    await result
+
+    async def returned(self, ctx: RunContext[Any], part: ToolCallPart, value: Any) -> Any:
+        """The return stage of every applicable policy, in order."""
+        for policy in self.returns:
+            if policy.applies_to(part.tool_name):
+                value = policy.on_return(ctx, part, value)
+                if inspect.isawaitable(value):
+                    value = await value
+        return value

@@ -647,7 +647,7 @@ def entry_point_model_resolver(ref: ModelRef, env: Mapping[str, str]) -> Model:
             "cannot take api_key_env or base_url; pass model_resolver=ferrule.cli.model_resolver (ferrule-cli) "
             "or your own resolver"
         )
-    from .models import infer_model
+    from .model_strings import infer_model
 
     return infer_model(ref.model_string)
 

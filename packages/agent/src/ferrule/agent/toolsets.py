@@ -31,8 +31,8 @@ from typing import Any, Generic, Self, TypeAlias, cast, overload
 from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
+from ._errors import ToolDefinitionError
 from ._tools import Tool, as_tool
-from .exceptions import ToolDefinitionError
 
 __all__ = [
     "AbstractToolset",
@@ -154,7 +154,7 @@ async def tools_of(toolset: AbstractToolset[Any], ctx: RunContext[Any]) -> list[
     extra = toolset.metadata
     if not extra:
         return list(tools)
-    return [t._clone(metadata=_merge(t.metadata, extra)) for t in tools]  # pyright: ignore[reportPrivateUsage]
+    return [t.replace(metadata=_merge(t.metadata, extra)) for t in tools]
 
 
 class FunctionToolset(AbstractToolset[DepsT]):
@@ -289,7 +289,7 @@ class PrefixedToolset(WrapperToolset[DepsT]):
                     "rename it (toolset.renamed({...}))"
                 )
             result.append(
-                cast("Tool[DepsT]", self._clones.get(tool, name, lambda t=tool, n=name: t._clone(name=n)))  # pyright: ignore[reportPrivateUsage]
+                cast("Tool[DepsT]", self._clones.get(tool, name, lambda t=tool, n=name: t.replace(name=n)))
             )
         return result
 
@@ -327,7 +327,7 @@ class RenamedToolset(WrapperToolset[DepsT]):
                 result.append(tool)
             else:
                 result.append(
-                    cast("Tool[DepsT]", self._clones.get(tool, new, lambda t=tool, n=new: t._clone(name=n)))  # pyright: ignore[reportPrivateUsage]
+                    cast("Tool[DepsT]", self._clones.get(tool, new, lambda t=tool, n=new: t.replace(name=n)))
                 )
         return result
 
@@ -378,7 +378,7 @@ def _adjusted(tool: Tool[Any], definition: ToolDefinition) -> Tool[Any]:
             f"a preparer changed the parameter schema of tool {tool.name!r}; arguments are validated "
             "against the tool's own schema, so only description, strict, defer_loading and metadata may change"
         )
-    return tool._clone(  # pyright: ignore[reportPrivateUsage]
+    return tool.replace(
         description=definition.description,
         strict=definition.strict,
         defer_loading=definition.defer_loading,
@@ -398,7 +398,7 @@ class DeferredToolset(WrapperToolset[DepsT]):
                 result.append(
                     cast(
                         "Tool[DepsT]",
-                        self._clones.get(tool, "deferred", lambda t=tool: t._clone(defer_loading=True)),  # pyright: ignore[reportPrivateUsage]
+                        self._clones.get(tool, "deferred", lambda t=tool: t.replace(defer_loading=True)),
                     )
                 )
         return result

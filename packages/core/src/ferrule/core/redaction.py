@@ -24,11 +24,14 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Final, Self, cast
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 import msgspec
 
 from .errors import FerruleError, InvalidCredentialError, UserError
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = [
     "HTTP_LOGGERS",
@@ -42,6 +45,7 @@ __all__ = [
     "is_sensitive_param",
     "redact_headers",
     "redact_logs_of",
+    "redact_url",
 ]
 
 REDACTED: Final = "<redacted>"
@@ -229,8 +233,6 @@ class Redactor:
 
     def url(self, url: str) -> str:
         """A URL for display: user-info and credential-like query values removed, then every secret."""
-        from .url_policy import redact_url  # url_policy loads httpx2, which this module does not need
-
         return self.text(redact_url(url))
 
     def value(self, value: Any) -> Any:
@@ -369,3 +371,29 @@ def _redact_match(match: re.Match[str]) -> str:
 def redactor_for(secrets: tuple[str, ...]) -> Redactor:
     """A shared redactor of `secrets` (for the function-style helpers that take secrets per call)."""
     return Redactor(secrets)
+
+
+def redact_url(url: str | httpx2.URL) -> str:
+    """`url` for display: user-info removed and the values of key/token-like query parameters hidden."""
+    import httpx2  # loaded by every transport already; this module alone does not need it
+
+    try:
+        parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        return _redact_unparsed(str(url))
+    if not parsed.is_absolute_url:
+        return _redact_unparsed(str(url))
+    if parsed.userinfo:
+        parsed = parsed.copy_with(username=None, password=None)
+    if parsed.query:
+        params = [
+            (name, REDACTED if is_sensitive_param(name) else value)
+            for name, value in parsed.params.multi_items()
+        ]
+        parsed = parsed.copy_with(params=params)
+    return str(parsed)
+
+
+def _redact_unparsed(text: str) -> str:
+    # Not a URL we can take apart: drop the whole query and anything that looks like user-info.
+    return re.sub(r"(^|//)[^/?#]*@", r"\1", text.split("?", 1)[0])

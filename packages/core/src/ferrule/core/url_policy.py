@@ -18,7 +18,7 @@ import msgspec
 import msgspec.structs
 
 from .errors import UrlPolicyError
-from .redaction import REDACTED, is_sensitive_param
+from .redaction import redact_url
 
 __all__ = ["UrlPolicy", "redact_url", "url_origin"]
 
@@ -187,34 +187,10 @@ def _check_cached(policy: UrlPolicy, text: str) -> httpx2.URL:
     return policy._check(text, text)  # pyright: ignore[reportPrivateUsage]
 
 
-def redact_url(url: str | httpx2.URL) -> str:
-    """`url` for display: user-info removed and the values of key/token-like query parameters hidden."""
-    try:
-        parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
-    except (httpx2.InvalidURL, TypeError, ValueError):
-        return _redact_unparsed(str(url))
-    if not parsed.is_absolute_url:
-        return _redact_unparsed(str(url))
-    if parsed.userinfo:
-        parsed = parsed.copy_with(username=None, password=None)
-    if parsed.query:
-        params = [
-            (name, REDACTED if is_sensitive_param(name) else value)
-            for name, value in parsed.params.multi_items()
-        ]
-        parsed = parsed.copy_with(params=params)
-    return str(parsed)
-
-
 def url_origin(url: httpx2.URL) -> str:
     """`scheme://host:port` of an absolute URL (host lower-cased, default port filled in), for same-origin checks."""
     port = url.port if url.port is not None else _DEFAULT_PORTS.get(url.scheme, 80)
     return f"{url.scheme}://{url.raw_host.decode('ascii').lower().rstrip('.')}:{port}"
-
-
-def _redact_unparsed(text: str) -> str:
-    # Not a URL we can take apart: drop the whole query and anything that looks like user-info.
-    return re.sub(r"(^|//)[^/?#]*@", r"\1", text.split("?", 1)[0])
 
 
 def _classify_host(

@@ -42,9 +42,6 @@ from ._dataset import (
     MAX_CASES,
     MAX_RUNS,
     Dataset,
-    EvalEvent,
-    EvalEventKind,
-    EvalHook,
     ExecutionOptions,
     RetryEvent,
     RetryPolicy,
@@ -86,6 +83,7 @@ from ._evaluators import (
     ValidJson,
     evaluator,
 )
+from ._events import EvalEvent, EvalEventKind, EvalHook
 from ._grader import GRADER_INSTRUCTIONS, MAX_REASON_CHARS, GraderOutput, ModelGrader
 from ._io import (
     DATASET_FORMAT,

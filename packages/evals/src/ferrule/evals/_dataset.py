@@ -7,7 +7,7 @@ import inspect
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import anyio
 import msgspec
@@ -34,6 +34,7 @@ from ._evaluators import (
     run_report_evaluator,
     run_trace_evaluator,
 )
+from ._events import EvalEvent, EvalHook
 from ._report import CaseResult, EvaluationResult, Report, ReportCase
 from ._spans import SpanRecord, attach, capturable, collecting
 
@@ -95,33 +96,6 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if self.should_retry is None:
             return isinstance(error, Exception)
         return bool(self.should_retry(error))
-
-
-EvalEventKind: TypeAlias = Literal["run_start", "case_start", "case_end", "run_end"]
-"""The lifecycle events of a dataset run."""
-
-
-class EvalEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """One lifecycle event of a dataset run, delivered to every hook in order."""
-
-    kind: EvalEventKind
-    """`run_start` (once), `case_start` / `case_end` (per case and repetition), `run_end` (once)."""
-    total_runs: int
-    """Cases times repetitions."""
-    case_index: int | None = None
-    """The case's index (case events)."""
-    repetition: int | None = None
-    """The repetition, 1-based (case events)."""
-    case_name: str | None = None
-    """The case's name (case events)."""
-    result: CaseResult | None = None
-    """The finished run (`case_end`)."""
-    report: Report | None = None
-    """The finished report (`run_end`)."""
-
-
-EvalHook: TypeAlias = Callable[[EvalEvent], None]
-"""A synchronous lifecycle hook; an exception from it stops the run and propagates unchanged."""
 
 
 class ExecutionOptions(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ._dataset import EvalEvent
+    from ._events import EvalEvent
 
 
 class Progress:

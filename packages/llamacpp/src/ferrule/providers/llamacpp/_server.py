@@ -483,7 +483,14 @@ class LlamaCppServer:
         from ._binding import bind_model
 
         merged = settings if self.settings is None else self.settings.merge(settings)
-        return bind_model(self, merged)
+        return bind_model(
+            model_name=self.model_name,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            url_policy=self.url_policy,
+            profile=self.profile,
+            settings=merged,
+        )
 
 
 def wait_ready(origin: str, api_key: str | None, timeout: float = 60.0) -> None:

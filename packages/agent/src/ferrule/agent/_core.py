@@ -1,0 +1,145 @@
+"""`AgentCore`: what an agent compiles once (tools, limits, output plans) and every run reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from ferrule.core.model import Model, ToolDefinition
+from ferrule.core.profile import ModelProfile
+from ferrule.core.retry import RetryPolicy
+
+from ._errors import ToolDefinitionError
+from ._instrument import Tracer
+from ._output import OutputPlan, OutputSpecInfo, build_plan, resolve_mode
+from ._step_tools import StepTools
+from ._sync_tools import ToolThreads
+from ._tools import Tool, ToolLimits
+from ._util import Callback
+from .capabilities import Capability
+from .context_budget import ContextBudget
+from .hooks import Hook
+from .policies import ToolPolicy
+from .pricing import Pricing
+from .toolsets import AbstractToolset
+
+if TYPE_CHECKING:
+    from ferrule.core.url_policy import UrlPolicy
+
+__all__ = ["AgentCore", "EndStrategy"]
+
+EndStrategy: TypeAlias = Literal["graceful", "early", "exhaustive"]
+"""What happens to other calls of a response that also produced the final output.
+
+`graceful` (default): calls before the first successful output call run, later ones are skipped.
+`early`: output calls are tried first; if one succeeds, every other call is skipped.
+`exhaustive`: every call runs; the first successful output call (by call order) wins.
+"""
+
+
+class AgentCore:
+    """The per-agent state the loop reads: built once and updated when tools are added."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        output_info: OutputSpecInfo,
+        retries: int,
+        output_retries: int,
+        tool_limits: ToolLimits,
+        end_strategy: EndStrategy,
+        retry_policy: RetryPolicy,
+        tracer: Tracer | None,
+        url_policy: UrlPolicy | None,
+    ) -> None:
+        self.name = name
+        self.url_policy = url_policy  # None: the default UrlPolicy(), built on first use
+        self.output_info = output_info
+        self.retries = retries
+        self.output_retries = output_retries
+        self.tool_limits = tool_limits
+        # One bounded set of worker threads per agent: hung sync calls of another agent never
+        # take this agent's threads (see _sync_tools).
+        self.threads = ToolThreads(tool_limits.max_sync_threads, owner=f"agent {name!r}")
+        self.end_strategy: EndStrategy = end_strategy
+        self.retry_policy = retry_policy
+        self.tracer = tracer
+        self.tools: dict[str, Tool[Any]] = {}
+        self.tool_defs: tuple[ToolDefinition, ...] = ()
+        self.step_tools = StepTools((), self.tools)
+        """What a step offers when no tool has a `prepare` and no extension is used (the fast path)."""
+        self.has_prepare = False
+        self._limits: dict[str, ToolLimits] = {}
+        self.static_instructions: list[str] = []
+        self.dynamic_instructions: list[Callback] = []
+        """Instruction functions, resolved once per run after the static instructions."""
+        self.output_validators: list[Callback] = []
+        self.history_processors: list[Callback] = []
+        self._plans: dict[str, OutputPlan] = {}
+        self._by_profile: dict[int, tuple[ModelProfile, OutputPlan]] = {}
+        self.toolsets: list[AbstractToolset[Any]] = []
+        self.capabilities: list[Capability[Any]] = []
+        self.tool_policies: list[ToolPolicy] = []
+        self.hooks: list[Hook] = []
+        self.context_budget: ContextBudget | None = None
+        self.pricing: Pricing | None = None
+        self.has_deferred = False
+        self.extended = False
+        """Whether runs need the extension machinery (anything beyond tools, output and limits)."""
+
+    def update_extended(self) -> None:
+        self.extended = bool(
+            self.toolsets
+            or self.capabilities
+            or self.tool_policies
+            or self.hooks
+            or self.context_budget is not None
+            or self.has_deferred
+        )
+
+    def add_tool(self, tool: Tool[Any]) -> None:
+        if tool.name in self.tools:
+            raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered on this agent")
+        self.tools[tool.name] = tool
+        self._limits[tool.name] = self.tool_limits.tightened(tool.limits, tool.timeout)
+        self.tool_defs = (*self.tool_defs, tool.definition)
+        self.step_tools = StepTools(self.tool_defs, self.tools)
+        self.has_prepare = self.has_prepare or tool.prepare is not None
+        if tool.defer_loading:
+            self.has_deferred = self.extended = True
+        self._plans.clear()
+        self._by_profile.clear()
+
+    def limits_for(self, tool: Tool[Any]) -> ToolLimits:
+        limits = self._limits.get(tool.name)
+        if limits is not None and self.tools.get(tool.name) is tool:
+            return limits
+        return self.tool_limits.tightened(tool.limits, tool.timeout)
+
+    def max_retries_for(self, tool: Tool[Any]) -> int:
+        return self.retries if tool.max_retries is None else tool.max_retries
+
+    def plan_for(self, model: Model) -> OutputPlan:
+        profile = model.profile
+        cached = self._by_profile.get(id(profile))
+        if cached is not None and cached[0] is profile:
+            return cached[1]
+        plan = self._plan_for(model, profile)
+        if len(self._by_profile) > 64:  # profiles are normally few and long-lived; stay bounded anyway
+            self._by_profile.clear()
+        self._by_profile[id(profile)] = (profile, plan)
+        return plan
+
+    def _plan_for(self, model: Model, profile: ModelProfile) -> OutputPlan:
+        mode = resolve_mode(self.output_info, profile, model.system)
+        key = f"{mode}:{profile.supports_json_object_output}"
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = build_plan(self.output_info, mode, profile)
+            clash = [d.name for d in plan.tool_defs if d.name in self.tools]
+            if clash:
+                raise ToolDefinitionError(
+                    f"the output tool name {clash[0]!r} clashes with a function tool; rename one of them"
+                )
+            self._plans[key] = plan
+        return plan

@@ -1,0 +1,137 @@
+"""Partial output while a response streams: `PartialOutputEvent`s from the deltas of output-bearing parts.
+
+A snapshot is shown only once later bytes cannot change what it already says (`JsonPrefix`), it is
+checked against the output schema's partial form, and output validators see it with
+`ctx.partial_output` set; a `ModelRetry` from one hides the snapshot instead of failing the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ferrule.core.messages import TextPart, ToolCallPart
+from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta, ToolCallPartDelta
+
+from ._context import partial_output_context
+from ._errors import ModelRetry
+from ._events import PartialOutputEvent
+from ._output import OutputChoice
+from ._partial import JsonPrefix
+from ._schema import partial_ok
+from ._state import LoopState
+
+__all__ = ["PartialTracker"]
+
+
+class PartialTracker:
+    """Turns streamed deltas of output-bearing parts into `PartialOutputEvent`s."""
+
+    __slots__ = ("named", "names", "prefixes", "run", "saw_tool_call", "text")
+
+    def __init__(self, run: LoopState) -> None:
+        self.run = run
+        self.text: JsonPrefix | str | None = None
+        self.prefixes: dict[int, JsonPrefix] = {}
+        self.names: dict[int, str] = {}
+        self.named: set[int] = set()  # parts whose start event already carried the whole name
+        self.saw_tool_call = False
+
+    async def update(self, event: Any) -> PartialOutputEvent | None:
+        plan = self.run.plan
+        if isinstance(event, PartStartEvent):
+            part = event.part
+            if isinstance(part, TextPart):
+                return await self._text(part.content) if part.content else None
+            if isinstance(part, ToolCallPart):
+                self.saw_tool_call = True
+                self.names[event.index] = part.tool_name
+                if part.tool_name:
+                    self.named.add(event.index)
+                if part.tool_name in plan.by_tool_name and part.args:
+                    return await self._args(event.index, part.args)
+            return None
+        if isinstance(event, PartDeltaEvent):
+            delta = event.delta
+            if isinstance(delta, TextPartDelta):
+                return await self._text(delta.content_delta)
+            if isinstance(delta, ToolCallPartDelta):
+                self.saw_tool_call = True
+                if delta.tool_name_delta and event.index not in self.named:
+                    self.names[event.index] = self.names.get(event.index, "") + delta.tool_name_delta
+                if delta.args_delta and self.names.get(event.index) in plan.by_tool_name:
+                    return await self._args(event.index, delta.args_delta)
+        return None
+
+    async def _text(self, delta: str) -> PartialOutputEvent | None:
+        plan = self.run.plan
+        if self.saw_tool_call or not delta:
+            return None
+        if plan.mode in ("native", "prompted"):
+            if not isinstance(self.text, JsonPrefix):
+                self.text = JsonPrefix(skip_prose=True)
+            self.text.feed(delta)
+            return await self._snapshot(self.text, plan.choices[0] if len(plan.choices) == 1 else None, None)
+        if not plan.allow_text:
+            return None
+        # One concatenation per delta (a copy of the text so far, which the snapshot needs anyway),
+        # not a join over every delta so far.
+        snapshot = delta if not isinstance(self.text, str) else self.text + delta
+        self.text = snapshot
+        if plan.text_function is not None:
+            return PartialOutputEvent(snapshot)
+        ok, value = await self._validated(snapshot, None)
+        if not ok:
+            return None
+        return PartialOutputEvent(snapshot, value, True)
+
+    async def _args(self, index: int, delta: str | dict[str, Any]) -> PartialOutputEvent | None:
+        name = self.names[index]
+        choice = self.run.plan.by_tool_name[name]
+        if isinstance(delta, dict):
+            return await self._checked(delta, choice, name)
+        prefix = self.prefixes.get(index)
+        if prefix is None:
+            prefix = self.prefixes[index] = JsonPrefix()
+        prefix.feed(delta)
+        return await self._snapshot(prefix, choice, name)
+
+    async def _snapshot(
+        self, prefix: JsonPrefix, choice: OutputChoice | None, name: str | None
+    ) -> PartialOutputEvent | None:
+        ok, snapshot = prefix.snapshot()
+        if not ok:
+            return None
+        if choice is None:
+            return PartialOutputEvent(snapshot, tool_name=name)
+        return await self._checked(snapshot, choice, name)
+
+    async def _checked(
+        self, snapshot: Any, choice: OutputChoice, name: str | None
+    ) -> PartialOutputEvent | None:
+        if not partial_ok(snapshot, choice.schema, choice.defs, True):
+            return None
+        visible: Any = snapshot
+        if choice.wrapped and isinstance(snapshot, dict):
+            visible = cast("dict[str, Any]", snapshot).get("value")
+        ok, value = choice.partial(snapshot)
+        if ok:
+            ok, value = await self._validated(value, choice)
+            if not ok:
+                return None
+            return PartialOutputEvent(visible, value, True, name)
+        return PartialOutputEvent(visible, tool_name=name)
+
+    async def _validated(self, value: Any, choice: OutputChoice | None) -> tuple[bool, Any]:
+        validators = self.run.output_validators
+        if not validators:
+            return True, value
+        ctx = partial_output_context(self.run.ctx)
+        for fn, takes_ctx, is_async in validators:
+            try:
+                result = fn(ctx, value) if takes_ctx else fn(value)
+                if is_async:
+                    result = await result
+            except ModelRetry:
+                return False, None
+            value = result
+        return True, value

@@ -1,0 +1,138 @@
+"""The model request stage: this step's tools and history, the `ModelCall`, and the response.
+
+`request` checks the usage limits, lets the run's extensions take queued messages, choose the
+model and prepare this step's tools, applies history processors and the context budget to the
+provider-facing view (never to the run's history), checks every content URL, then sends the call
+(streamed when someone listens) under the retry policy and records the response and its usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import cast
+
+from ferrule.core.messages import Message, ModelResponse
+from ferrule.core.model import ModelCall, ResponseCompleted
+from ferrule.core.retry import request_with_retry, stream_with_retry
+
+from ._errors import UnknownCostError
+from ._events import EnqueuedMessagesEvent
+from ._ext import RunExt
+from ._partial_output import PartialTracker
+from ._state import Emit, HistoryView, LoopState
+from ._step_tools import prepare_tools
+
+__all__ = ["request"]
+
+
+async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> ModelResponse:
+    """Make this step's model request; the response is appended to the history."""
+    run.usage_limits.check_before_request(run.usage)
+    run.ctx.run_step = run.usage.requests
+    if ext is not None:
+        taken, run.step_tools = await ext.before_request()
+        if taken and emit is not None:
+            await emit(EnqueuedMessagesEvent(taken))
+    elif run.core.has_prepare:
+        run.step_tools = await prepare_tools(run.ctx, run.core.tools.values())
+    # The call the model receives: the provider-facing view of the history, tools and output.
+    plan = run.plan
+    history = HistoryView(run.messages, len(run.messages))
+    call = ModelCall(
+        messages=await _processed_history(run) if run.history_processors else history,
+        instructions=run.instructions,
+        tools=run.step_tools.definitions,
+        output_tools=plan.tool_defs,
+        output=plan.output_format,
+        allow_text_output=plan.text_is_output,
+        settings=run.settings,
+        deadline=run.deadline,
+    )
+    if ext is not None and ext.budget is not None:
+        call = await ext.budget.enforce(call, run.ctx)
+    # Every content URL the request carries passes the URL policy first: what entered the
+    # history since the last request, and whatever processors or the budget sent instead.
+    run.url_check.new_messages(run.messages)
+    if call.messages is not history:
+        run.url_check.replaced(call.messages, run.messages)
+    hooks = run.hooks
+    if hooks is not None:
+        hooks.fire("model_request_start", run.usage.requests, model=run.model.system, call=call)
+    tracer = run.core.tracer
+    span = tracer.model_span(run.model, call, run.trace_parent) if tracer is not None else None
+    try:
+        if emit is None:
+            response = await request_with_retry(
+                run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+            )
+        else:
+            response = await _stream(run, call, emit)
+    except BaseException as exc:
+        if span is not None:
+            span.fail(exc)
+        if hooks is not None and isinstance(exc, Exception):
+            hooks.fire("model_request_error", run.usage.requests, model=run.model.system, error=exc)
+        raise
+    if response.run_id is None:
+        response.run_id = run.run_id
+    run.messages.append(response)
+    usage = run.usage
+    usage.requests += 1
+    usage.incr(response.usage)
+    if run.cost is not None:
+        _add_cost(run, response)
+    if span is not None:
+        span.finish(response)
+    if hooks is not None:
+        hooks.fire("model_request_end", run.usage.requests, model=run.model.system, response=response)
+    run.usage_limits.check_tokens(run.usage)
+    return response
+
+
+async def _processed_history(run: LoopState) -> Sequence[Message]:
+    view: Sequence[Message] = HistoryView(run.messages, len(run.messages))
+    for processor, takes_ctx, is_async in run.history_processors:
+        current = list(view)
+        result = processor(run.ctx, current) if takes_ctx else processor(current)
+        if is_async:
+            result = await result
+        view = cast("list[Message]", result)
+    return view
+
+
+async def _stream(run: LoopState, call: ModelCall, emit: Emit) -> ModelResponse:
+    """The streamed request: every event to `emit`, each followed by the partial output it makes."""
+    tracker = PartialTracker(run)
+    response: ModelResponse | None = None
+    stream = stream_with_retry(
+        run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+    )
+    async with aclosing(stream):
+        async for event in stream:
+            await emit(event)
+            if isinstance(event, ResponseCompleted):
+                response = event.response
+            else:
+                partial = await tracker.update(event)
+                if partial is not None:
+                    await emit(partial)
+    assert response is not None  # the model contract guarantees a completed response
+    return response
+
+
+def _add_cost(run: LoopState, response: ModelResponse) -> None:
+    """Add the response's exact price to the run's cost (`None` for good once a price is unknown)."""
+    cost = run.cost
+    pricing = run.pricing
+    assert cost is not None
+    assert pricing is not None
+    known = cost.known
+    run.usage.cost_nano_usd = total = cost.add(pricing.request_cost(response, run.model))
+    if total is None and known and run.usage_limits.cost_limit_nano_usd is not None:
+        # Fail closed: an unpriced request would silently lift the cost limit.
+        raise UnknownCostError(
+            f"the run has a cost limit, but the price of {response.model_name or run.model.model_name!r} "
+            f"({response.provider_name or run.model.provider_name}) is unknown; give its prices with "
+            "Pricing(overrides=...) or remove cost_limit_nano_usd"
+        )
