@@ -68,6 +68,8 @@ def test_all_follows_the_extras_of_the_extras() -> None:
         "ferrule-agent[yaml]",
         "ferrule-anthropic",
         "ferrule-cli[evals,local]",
+        "ferrule-dbos",
+        "ferrule-temporal",
         "ferrule-core",
         "ferrule-evals",
         "ferrule-google",
