@@ -273,7 +273,9 @@ def test_strict_schema_error_is_a_user_error() -> None:
 def test_entry_points_are_registered() -> None:
     names = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="ferrule.providers")}
     for prefix in PREFIXES:
-        assert names[prefix] == f"ferrule.providers.openai._infer.{prefix.replace('-', '_')}:infer_model"
+        assert names[prefix] == f"ferrule.providers.openai._entry:{prefix.replace('-', '_')}"
+    loaded = importlib.metadata.entry_points(group="ferrule.providers", name="openai-chat")
+    assert [ep.load().__name__ for ep in loaded] == ["openai_chat"]
 
 
 def test_infer_model(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._models import OpenAIChatModel, OpenAIResponsesModel
+    from ._model import OpenAIChatModel, OpenAIResponsesModel
     from ._provider import (
         CompatibleOptions,
         DiscoveredModel,
@@ -75,8 +75,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "OpenAIChatModel": "_models",
-    "OpenAIResponsesModel": "_models",
+    "OpenAIChatModel": "_model",
+    "OpenAIResponsesModel": "_model",
     "CompatibleOptions": "_provider",
     "DiscoveredModel": "_provider",
     "OpenAICompatibleProvider": "_provider",
