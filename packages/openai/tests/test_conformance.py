@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import msgspec
 import pytest
 
+from ferrule.core.conformance import replay
 from ferrule.core.errors import (
     BadRequestError,
     ProviderError,
@@ -124,10 +125,9 @@ EXPECTED_DECODE_ERRORS: dict[str, tuple[type[ProviderError], str]] = {
 
 
 def decode(it: Interaction) -> ModelResponse:
-    codec: Any = chat_codec if api_of(it.uri) == "chat" else responses_codec
-    if it.is_stream:
-        return codec.decode_stream(it.response_bytes)
-    return codec.decode_response(it.response_bytes)
+    """The recorded response through its codec (a stream checked as `replay` checks streams)."""
+    codec = chat_codec.ChatCodec() if api_of(it.uri) == "chat" else responses_codec.ResponsesCodec()
+    return replay(codec, it)
 
 
 def test_the_walk_covers_both_apis_buffered_and_streamed() -> None:

@@ -60,7 +60,7 @@ class WireRequest(msgspec.Struct, frozen=True, kw_only=True):
 class StreamDecoder(Protocol):
     """Turns the server-sent events of one streamed response into ferrule stream events."""
 
-    def feed(self, event: SseEvent) -> Iterable[ModelStreamEvent]:
+    def feed(self, event: SseEvent, /) -> Iterable[ModelStreamEvent]:
         """Decode one server-sent event; returns the stream events it produces (possibly none)."""
         ...
 
@@ -75,11 +75,11 @@ class StreamDecoder(Protocol):
 class Codec(Protocol):
     """A provider's wire format: requests out, responses and stream events in (see the module docs)."""
 
-    def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
+    def encode(self, call: ModelCall, /, *, stream: bool = False) -> WireRequest:
         """The request for `call`; `stream` asks for a streamed response."""
         ...
 
-    def decode(self, body: bytes) -> ModelResponse:
+    def decode(self, body: bytes, /) -> ModelResponse:
         """Decode a buffered response body."""
         ...
 

@@ -103,7 +103,7 @@ def _entry_point(prefix: str) -> Callable[[str], Model]:
         return infer(prefix, model_name)
 
     infer_model.__name__ = infer_model.__qualname__ = prefix.replace("-", "_")
-    infer_model.__doc__ = f"The model for `\"{prefix}:<model_name>\"`, with credentials from the environment."
+    infer_model.__doc__ = f'The model for `"{prefix}:<model_name>"`, with credentials from the environment.'
     return infer_model
 
 
