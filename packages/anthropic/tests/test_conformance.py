@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from ferrule.core.conformance import replay
 from ferrule.core.errors import BadRequestError, ProviderError
 from ferrule.core.messages import (
     BinaryContent,
@@ -89,9 +90,8 @@ BY_ID = {it.id: it for it in INTERACTIONS}
 
 
 def _decode(it: Interaction) -> ModelResponse:
-    if it.is_stream:
-        return codec.decode_stream(it.response_bytes)
-    return codec.decode_response(it.response_bytes)
+    """The recorded response through the codec (a stream checked as `replay` checks streams)."""
+    return replay(codec.AnthropicCodec(), it)
 
 
 # -- a digest of the recorded response, computed without ferrule -----------------------------------
