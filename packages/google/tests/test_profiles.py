@@ -252,11 +252,11 @@ def test_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
         if e.value.startswith("ferrule.providers.google")
     }
     assert {name: e.value for name, e in found.items()} == {
-        "google-gla": "ferrule.providers.google:infer_model",
-        "gemini": "ferrule.providers.google:infer_model",
-        "google-vertex": "ferrule.providers.google.vertex:infer_model",
+        "google-gla": "ferrule.providers.google._entry:google_gla",
+        "gemini": "ferrule.providers.google._entry:gemini",
+        "google-vertex": "ferrule.providers.google._entry:google_vertex",
     }
-    assert found["google-gla"].load() is infer_model
+    assert found["google-gla"].load() is found["gemini"].load() is infer_model
     assert found["google-vertex"].load() is vertex_module.infer_model
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
