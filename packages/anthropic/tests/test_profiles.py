@@ -152,6 +152,7 @@ def test_profile_override() -> None:
 
 def test_entry_point_builds_a_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     (entry,) = importlib.metadata.entry_points(group="ferrule.providers", name="anthropic")
+    assert entry.value == "ferrule.providers.anthropic._entry:anthropic"
     assert entry.load() is infer_model
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000")
     model = infer_model("claude-haiku-4-5")

@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._entry import infer_model
     from ._model import AnthropicModel
     from ._provider import (
         AnthropicFile,
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "infer_model": "._entry",
     "AnthropicModel": "._model",
     "AnthropicFile": "._provider",
     "AnthropicModelInfo": "._provider",
@@ -52,17 +54,6 @@ _LAZY = {
     "AnthropicProfile": ".profiles",
     "anthropic_profile": ".profiles",
 }
-
-
-def infer_model(model_name: str) -> AnthropicModel:
-    """The `anthropic:<model>` entry point: a model whose provider reads `ANTHROPIC_API_KEY`.
-
-    Raises `UserError` naming the variable when it is not set.
-    """
-    from ._model import AnthropicModel
-    from ._provider import AnthropicProvider
-
-    return AnthropicModel(model_name, provider=AnthropicProvider())
 
 
 def __getattr__(name: str) -> Any:

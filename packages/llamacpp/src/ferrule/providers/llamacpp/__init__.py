@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         UnknownLocalModelError,
         get_local_model,
     )
-    from ._entry import LocalLlamaCppModel, infer_model, shutdown_shared_servers
+    from ._entry import infer_model
     from ._fetch import (
         ModelDownloadError,
         ModelVerificationError,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ensure_model,
         model_cache_dir,
     )
+    from ._model import LocalLlamaCppModel, shutdown_shared_servers
     from ._server import (
         LlamaCppServer,
         LlamaCppServerError,
@@ -75,9 +76,9 @@ _LAZY = {
     "ModelPart": "_catalog",
     "UnknownLocalModelError": "_catalog",
     "get_local_model": "_catalog",
-    "LocalLlamaCppModel": "_entry",
     "infer_model": "_entry",
-    "shutdown_shared_servers": "_entry",
+    "LocalLlamaCppModel": "_model",
+    "shutdown_shared_servers": "_model",
     "ModelDownloadError": "_fetch",
     "ModelVerificationError": "_fetch",
     "cached_model_path": "_fetch",
