@@ -12,14 +12,21 @@ TOOL = REPO / "tools" / "check_types.py"
 GOOD = "def double(x: int) -> int:\n    return 2 * x\n"
 
 
+LIBRARY_RULES = "reportPrivateUsage = true\nreportUnnecessaryTypeIgnoreComment = true\n"
+
+
 def make_tree(
-    root: Path, include: list[str], files: dict[str, str], exclude: list[str] | None = None
+    root: Path,
+    include: list[str],
+    files: dict[str, str],
+    exclude: list[str] | None = None,
+    extra: str = LIBRARY_RULES,
 ) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     listed = ", ".join(f'"{p}"' for p in include)
     excluded = ", ".join(f'"{p}"' for p in exclude or [])
     (root / "pyproject.toml").write_text(
-        f'[tool.pyright]\ninclude = [{listed}]\nexclude = [{excluded}]\ntypeCheckingMode = "strict"\n'
+        f'[tool.pyright]\ninclude = [{listed}]\nexclude = [{excluded}]\ntypeCheckingMode = "strict"\n{extra}'
     )
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -105,3 +112,47 @@ def test_a_separately_checked_file_must_be_excluded_from_the_main_run(tmp_path: 
     assert result.returncode == 1
     assert "pyright analysed 3 files but the tree holds 2 Python files" in result.stdout
     assert "a separately checked file is not excluded" in result.stdout
+
+
+# A package whose test reaches a private name of its library module.
+WHITE_BOX = {
+    "packages/a/src/a.py": "_SCALE = 2\n\n\ndef double(x: int) -> int:\n    return _SCALE * x\n",
+    "packages/a/tests/test_a.py": "from a import _SCALE\n\n\ndef test_scale() -> None:\n    assert _SCALE == 2\n",
+    "packages/a/src/uses.py": "from a import _SCALE\n\nDOUBLE = _SCALE * 2\n",
+}
+A_TESTS_ENTRY = '{ root = "packages/a/tests", extraPaths = ["packages/a/src"], reportPrivateUsage = false }'
+EXTRA_PATHS = 'extraPaths = ["packages/a/src"]\n'
+
+
+def test_a_new_packages_tests_without_an_entry_are_checked_with_library_rules(tmp_path: Path) -> None:
+    files = {k: v for k, v in WHITE_BOX.items() if k != "packages/a/src/uses.py"}
+    result = run(make_tree(tmp_path, ["packages"], files, extra=LIBRARY_RULES + EXTRA_PATHS))
+    assert result.returncode == 1
+    assert "packages/a/tests/test_a.py:1:15: error:" in result.stdout
+    assert "(reportPrivateUsage) [packages/a/tests has no executionEnvironments entry" in result.stdout
+    assert 'root = "packages/a/tests"' in result.stdout  # the hint names the entry to add
+
+
+def test_a_tests_entry_gives_white_box_access_to_the_tests_only(tmp_path: Path) -> None:
+    extra = LIBRARY_RULES + EXTRA_PATHS + f"executionEnvironments = [{A_TESTS_ENTRY}]\n"
+    result = run(make_tree(tmp_path, ["packages"], WHITE_BOX, extra=extra))
+    assert result.returncode == 1
+    assert "packages/a/tests/test_a.py" not in result.stdout
+    assert "packages/a/src/uses.py:1:15: error:" in result.stdout  # library code keeps the rule
+    assert "has no executionEnvironments entry" not in result.stdout
+
+
+def test_library_rules_must_stay_on(tmp_path: Path) -> None:
+    result = run(make_tree(tmp_path, ["packages"], TWO_PACKAGES, extra="reportPrivateUsage = false\n"))
+    assert result.returncode == 1
+    assert "[tool.pyright] reportPrivateUsage = False: library code must be checked" in result.stdout
+    assert "[tool.pyright] reportUnnecessaryTypeIgnoreComment = None: library code" in result.stdout
+
+
+def test_an_entry_outside_a_tests_folder_or_naming_no_folder_fails(tmp_path: Path) -> None:
+    entries = '{ root = "packages/a", reportPrivateUsage = false }, { root = "packages/gone/tests" }'
+    extra = LIBRARY_RULES + f"executionEnvironments = [{entries}]\n"
+    result = run(make_tree(tmp_path, ["packages"], TWO_PACKAGES, extra=extra))
+    assert result.returncode == 1
+    assert "executionEnvironments root 'packages/a' is not in a tests folder" in result.stdout
+    assert "executionEnvironments root 'packages/gone/tests' names no folder in the tree" in result.stdout

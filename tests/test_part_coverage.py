@@ -684,10 +684,9 @@ KEY = "sk-coverage-SENTINEL-0123456789"
 
 
 def _models(server: LocalServer) -> list[Model]:
-    timeouts = Timeouts(connect=2.0, first_byte=2.0, read=2.0, total=10.0)
-    local = {"url_policy": server.policy, "timeouts": timeouts}
-    openai = OpenAIProvider(api_key=KEY, base_url=server.base_url, **local)
-    llamacpp = LlamaCppServerProvider(base_url=server.base_url, **local)
+    policy, timeouts = server.policy, Timeouts(connect=2.0, first_byte=2.0, read=2.0, total=10.0)
+    openai = OpenAIProvider(api_key=KEY, base_url=server.base_url, url_policy=policy, timeouts=timeouts)
+    llamacpp = LlamaCppServerProvider(base_url=server.base_url, url_policy=policy, timeouts=timeouts)
     emulating = msgspec.structs.replace(
         local_server_profile("qwen2.5-0.5b-instruct", "llamacpp").profile, tools_emulated_via_output=True
     )
@@ -695,7 +694,10 @@ def _models(server: LocalServer) -> list[Model]:
         OpenAIChatModel("gpt-4.1", provider=openai),
         OpenAIResponsesModel("gpt-5", provider=openai),
         AnthropicModel(
-            "claude-sonnet-4-5", provider=AnthropicProvider(api_key=KEY, base_url=server.url, **local)
+            "claude-sonnet-4-5",
+            provider=AnthropicProvider(
+                api_key=KEY, base_url=server.url, url_policy=policy, timeouts=timeouts
+            ),
         ),
         GoogleModel(
             "gemini-2.5-flash",
@@ -703,7 +705,8 @@ def _models(server: LocalServer) -> list[Model]:
                 api_key=KEY,
                 base_url=f"{server.origin}/v1beta",
                 upload_url=f"{server.origin}/upload/v1beta",
-                **local,
+                url_policy=policy,
+                timeouts=timeouts,
             ),
         ),
         OpenAIChatModel("qwen2.5-0.5b-instruct", provider=llamacpp, profile=emulating),

@@ -1,7 +1,7 @@
 """Fail if any ferrule module imports a ferrule package from its own layer or a higher one, or
 imports a distribution its pyproject does not declare.
 
-Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui; 3 cli and
+Layers (DESIGN.md): 0 core; 1 agent and providers; 2 mcp, graph, evals, realtime, ui, planning; 3 cli and
 durable adapters. A distribution may import ferrule code only from its own layer or lower ones, and every
 ferrule distribution it imports must be among its declared dependencies. Within layer 1 the agent and
 the providers never import each other: they meet only in the core model contract (a provider package
@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "ferrule.evals": 2,
     "ferrule.realtime": 2,
     "ferrule.ui": 2,
+    "ferrule.planning": 2,
     "ferrule.cli": 3,
     "ferrule.durable": 3,
 }

@@ -7,6 +7,12 @@ less the files named in `SEPARATE`: those import packages that only another hatc
 are excluded in `[tool.pyright]`, and are checked here with the same settings against that
 environment's interpreter.
 
+It also holds the configuration to the rules library code relies on: `reportPrivateUsage` and
+`reportUnnecessaryTypeIgnoreComment` stay on at the top level, and an `executionEnvironments` entry (whose
+rule overrides apply to every file under its root) must be rooted at a `tests` folder that exists. The
+test folders are found in the tree, not listed here: a new package's tests without an entry are checked
+with the library rules, and a private-name diagnostic there says which entry would give white-box access.
+
 Usage: `python tools/check_types.py` (`hatch run types`) checks this repository, `SEPARATE` included;
 `python tools/check_types.py REPO [--separate=PATH=PYTHON ...]` checks another tree, with only the
 files given checked separately. Prints every problem and exits 1 if any.
@@ -70,7 +76,10 @@ def _pyright(repo: Path, *args: str) -> dict[str, Any]:
     return report
 
 
-def _diagnostics(repo: Path, report: Mapping[str, Any]) -> list[str]:
+def _diagnostics(
+    repo: Path, report: Mapping[str, Any], unconfigured: frozenset[str] = frozenset()
+) -> list[str]:
+    """Readable error and warning lines; `unconfigured` holds the test folders without an entry of their own."""
     lines: list[str] = []
     for diag in report.get("generalDiagnostics", []):
         if diag.get("severity") not in ("error", "warning"):
@@ -81,11 +90,52 @@ def _diagnostics(repo: Path, report: Mapping[str, Any]) -> list[str]:
             where = where.relative_to(repo)
         message = str(diag.get("message", "")).replace("\n", " ")
         rule = f" ({diag['rule']})" if "rule" in diag else ""
+        hint = ""
+        folder = _test_folder(where.as_posix())
+        if diag.get("rule") == "reportPrivateUsage" and folder in unconfigured:
+            hint = (
+                f" [{folder} has no executionEnvironments entry in [tool.pyright], so library rules apply; "
+                f'white-box tests get one: {{ root = "{folder}", extraPaths = ["."], reportPrivateUsage = false }}]'
+            )
         lines.append(
             f"{where}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}: "
-            f"{diag['severity']}: {message}{rule}"
+            f"{diag['severity']}: {message}{rule}{hint}"
         )
     return lines
+
+
+def _test_folder(path: str) -> str | None:
+    """The `tests` folder (`tests` or `packages/<name>/tests`) a repo-relative path lies in, if any."""
+    parts = path.split("/")
+    if parts[0] == "tests" and len(parts) > 1:
+        return "tests"
+    if len(parts) > 3 and parts[0] == "packages" and parts[2] == "tests":
+        return "/".join(parts[:3])
+    return None
+
+
+# The rules library code keeps: an override of either at the top level would switch it off everywhere.
+_LIBRARY_RULES = ("reportPrivateUsage", "reportUnnecessaryTypeIgnoreComment")
+
+
+def _config_problems(repo: Path, settings: Mapping[str, Any]) -> list[str]:
+    """What in `[tool.pyright]` would let library code escape the rules it is held to."""
+    problems = [
+        f"[tool.pyright] {rule} = {settings.get(rule)!r}: library code must be checked with it on (true)"
+        for rule in _LIBRARY_RULES
+        if settings.get(rule) not in (True, "error", "warning")  # what this tool fails on
+    ]
+    for env in settings.get("executionEnvironments", []):
+        root = str(env.get("root", "")).strip("/")
+        if not (repo / root).is_dir():
+            problems.append(f"[tool.pyright] executionEnvironments root {root!r} names no folder in the tree")
+            continue
+        if _test_folder(f"{root}/-") is None:
+            problems.append(
+                f"[tool.pyright] executionEnvironments root {root!r} is not in a tests folder (tests or "
+                "packages/<name>/tests): its rule overrides would apply to library code"
+            )
+    return problems
 
 
 def _settings(repo: Path) -> dict[str, Any]:
@@ -117,14 +167,18 @@ def _check_alone(repo: Path, path: str, python: str) -> list[str]:
 def check(repo: Path, separate: Mapping[str, str]) -> list[str]:
     """Every problem as a readable line; `separate` maps a repo-relative file to the interpreter it needs."""
     files = python_files(repo)
+    settings = _settings(repo)
     problems = [
         f"{path}: named in SEPARATE but git holds no such file" for path in separate if path not in files
     ]
+    problems.extend(_config_problems(repo, settings))
     alone = [path for path in separate if path in files]
     expected = len(files) - len(alone)
+    configured = {str(env.get("root", "")).strip("/") for env in settings.get("executionEnvironments", [])}
+    folders = {folder for folder in map(_test_folder, files) if folder is not None}
     # Named explicitly: pyright would otherwise prefer a pyrightconfig.json in any folder above.
     report = _pyright(repo, "--project", str(repo / "pyproject.toml"))
-    problems.extend(_diagnostics(repo, report))
+    problems.extend(_diagnostics(repo, report, frozenset(folders - configured)))
     analysed = int(report.get("summary", {}).get("filesAnalyzed", 0))
     if analysed != expected:
         problems.append(

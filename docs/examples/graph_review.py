@@ -175,7 +175,9 @@ async def review(model: Model, topic: str, rounds: int, bar: int) -> Outcome:
         step = await run.next()
         print(f"step {run.completed_steps}: next {step}", file=sys.stderr)
     snapshot = run.snapshot(CODEC)
-    print(f"snapshot: {len(snapshot)} bytes at {run.next_node.name} after {run.completed_steps} steps")
+    at = run.next_node
+    assert at is not None  # the loop stopped before "enough"
+    print(f"snapshot: {len(snapshot)} bytes at {at.name} after {run.completed_steps} steps")
     # A new graph object, as a new process would build it, continues where the snapshot stopped.
     resumed = build_graph(model).resume_snapshot(snapshot, CODEC)
     print(

@@ -207,7 +207,7 @@ async def test_concurrent_resumes_of_one_pause_keep_their_own_capabilities() -> 
     data = outcome.to_json()
 
     gate_deps = Gate(2)
-    results: dict[str, Any] = {}
+    results: dict[str, AgentRunResult[str] | Paused] = {}
 
     async def resume(label: str, tool: Any) -> None:
         results[label] = await agent.resume(

@@ -85,7 +85,7 @@ async def test_hung_sync_calls_of_one_agent_do_not_block_another_agents_sync_too
     assert result.output == "done"
     answers = [p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts]
     assert sum(isinstance(p, RetryPromptPart) and "timed out" in str(p.content) for p in answers) == 40
-    assert hung._core.threads.abandoned == 40  # pyright: ignore[reportPrivateUsage]
+    assert hung._core.threads.abandoned == 40
 
     ran: list[str] = []
 
@@ -202,7 +202,7 @@ async def test_a_waiting_call_fails_once_every_thread_it_waits_for_is_abandoned(
             tg.start_soon(run_first)
             await anyio.to_thread.run_sync(started.wait, abandon_on_cancel=True)
             tg.start_soon(second)
-            while not threads._waiters:  # pyright: ignore[reportPrivateUsage]
+            while not threads._waiters:
                 await anyio.lowlevel.checkpoint()
             first.cancel()  # the only running call is abandoned: the waiter must not wait on
     assert len(outcome) == 1

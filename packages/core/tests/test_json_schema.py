@@ -756,18 +756,19 @@ def test_a_draft_07_schema_of_shared_keywords_means_the_same_as_undeclared() -> 
     undeclared = {key: value for key, value in ZOD_EDIT_FILE.items() if key != "$schema"}
     assert js.to_draft_2020_12(ZOD_EDIT_FILE) == undeclared
     declared, plain = compile_validator(ZOD_EDIT_FILE), compile_validator(undeclared)
-    for value in [
+    values: list[dict[str, Any]] = [
         {"path": "a", "edits": []},
         {"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "dryRun": True},
         {"path": "a", "edits": [{"oldText": "x"}]},
         {"path": "a"},
         {"path": 1, "edits": []},
-    ]:
+    ]
+    for value in values:
         assert declared.is_valid(value) == plain.is_valid(value), value
     assert not declared.is_valid({"path": "a", "edits": [{"oldText": "x"}]})
 
 
-UPGRADES = [
+UPGRADES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     # Draft 7: tuple `items` and `additionalItems`.
     (
         {"$schema": DRAFT_07, "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": False},
@@ -848,7 +849,7 @@ def test_draft_07_and_2019_09_are_upgraded_to_2020_12(
 
 
 SAMPLES: list[Any] = [None, 1, 2.5, "s", True, [], ["a"], ["a", 1], ["a", "b"], [1, "a"], ["a", 1, 2], {}]
-SAMPLES += [{"card": 1}, {"card": 1, "billing": 2}, {"a": 1}, {"a": "x"}]
+SAMPLES.extend([{"card": 1}, {"card": 1, "billing": 2}, {"a": 1}, {"a": "x"}])
 
 
 @pytest.mark.parametrize(("schema", "expected"), UPGRADES, ids=lambda v: json.dumps(v)[:70])
@@ -887,7 +888,11 @@ def test_draft_07_meanings_hold_on_values() -> None:
 
 
 def test_upgrade_keeps_key_order_and_returns_fresh_copies() -> None:
-    schema = {"$schema": DRAFT_07, "type": "object", "properties": {"z": {"enum": [[1]]}, "a": {}, "m": {}}}
+    schema: dict[str, Any] = {
+        "$schema": DRAFT_07,
+        "type": "object",
+        "properties": {"z": {"enum": [[1]]}, "a": {}, "m": {}},
+    }
     upgraded = js.to_draft_2020_12(schema)
     assert isinstance(upgraded, dict)
     assert list(upgraded["properties"]) == ["z", "a", "m"]
@@ -896,7 +901,7 @@ def test_upgrade_keeps_key_order_and_returns_fresh_copies() -> None:
     assert js.to_draft_2020_12(True) is True
 
 
-FOREIGN = [
+FOREIGN: list[tuple[dict[str, Any], str, str]] = [
     ({"$schema": DRAFT_07, "$defs": {"a": {}}}, "/$defs", "unknown to Draft 7"),
     ({"$schema": DRAFT_07, "prefixItems": [{}]}, "/prefixItems", "unknown to Draft 7"),
     ({"$schema": DRAFT_07, "dependentRequired": {"a": ["b"]}}, "/dependentRequired", "use `dependencies`"),
@@ -935,7 +940,7 @@ def test_keywords_a_declared_dialect_lacks_are_refused(schema: Any, pointer: str
         assert text in info.value.detail
 
 
-INVALID_DECLARED = [
+INVALID_DECLARED: list[tuple[dict[str, Any], str]] = [
     ({"$schema": DRAFT_07, "items": []}, "/items"),
     ({"$schema": DRAFT_07, "items": [1]}, "/items/0"),
     ({"$schema": DRAFT_07, "additionalItems": "no"}, "/additionalItems"),
@@ -954,12 +959,13 @@ def test_malformed_draft_07_vocabulary_is_invalid(schema: Any, pointer: str) -> 
 
 
 def test_draft_2020_12_still_refuses_the_older_spellings_and_says_how_to_declare_them() -> None:
-    for schema, pointer in [
+    older: list[tuple[dict[str, Any], str]] = [
         ({"items": [{}]}, "/items"),
         ({"additionalItems": False}, "/additionalItems"),
         ({"definitions": {}}, "/definitions"),
         ({"dependencies": {"a": ["b"]}}, "/dependencies"),
-    ]:
+    ]
+    for schema, pointer in older:
         with pytest.raises(JsonSchemaError) as info:
             check_schema(schema)
         assert info.value.pointer == pointer

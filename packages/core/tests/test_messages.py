@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import get_args
 
 import msgspec
 import pytest
@@ -12,7 +13,9 @@ from ferrule.core.messages import (
     ImageUrl,
     Message,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
@@ -20,6 +23,7 @@ from ferrule.core.messages import (
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
+    UserContent,
     UserPromptPart,
     replayable_to,
 )
@@ -149,3 +153,25 @@ def test_provider_details_are_replayable_only_to_their_origin() -> None:
 def test_tool_call_ids_are_unique_when_generated() -> None:
     ids = {ToolCallPart("t").tool_call_id for _ in range(100)}
     assert len(ids) == 100
+
+
+def test_every_stored_message_type_omits_defaults_and_is_tagged_by_its_family() -> None:
+    # The families' shared options live in one base each; a class that left its base would change
+    # the JSON (defaults written, a different tag field) and break PydanticAI compatibility.
+    families: dict[str, tuple[object, ...]] = {
+        "part_kind": (*get_args(ModelRequestPart), *get_args(ModelResponsePart)),
+        "kind": (*get_args(Message), *(c for c in get_args(UserContent) if c is not str)),
+    }
+    assert len(families["part_kind"]) == 20
+    assert len(families["kind"]) == 11
+    for tag_field, classes in families.items():
+        for cls in classes:
+            assert isinstance(cls, type)
+            assert issubclass(cls, msgspec.Struct)
+            config = cls.__struct_config__
+            assert (config.tag_field, config.omit_defaults, config.repr_omit_defaults) == (
+                tag_field,
+                True,
+                True,
+            ), cls
+            assert config.tag != cls.__name__, f"{cls.__name__} has no explicit wire tag"

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -138,7 +139,8 @@ def test_the_local_model_example_produces_a_sound_report(local_model: Path, tmp_
     assert all(r.usage.tool_calls >= 1 for r in tool_runs), "the tool cases called the add tool"
     extraction = [r for r in report.results if isinstance(report.cases[r.case_index].expected, dict)]
     assert len(extraction) == 8
-    assert all(isinstance(r.output, dict) and set(r.output) == {"name", "age"} for r in extraction)
+    outputs: list[Any] = [r.output for r in extraction]
+    assert all(isinstance(o, dict) and set(cast("dict[str, Any]", o)) == {"name", "age"} for o in outputs)
 
     # Statistics agree with the runs they summarize.
     summary = report.summary()
@@ -149,6 +151,7 @@ def test_the_local_model_example_produces_a_sound_report(local_model: Path, tmp_
     assert stats.count == 24
     assert stats.mean == pytest.approx(math.fsum(s for s in scores if s is not None) / 24)
     assert stats.min is not None
+    assert stats.mean is not None
     assert stats.max is not None
     assert stats.min <= stats.mean <= stats.max
     for case_index in range(12):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -126,7 +127,7 @@ def test_missing_and_ambiguous_evaluators() -> None:
         load_dataset_json(data, EvaluatorRegistry([MinPassRate(0.8)]))
     assert raised.value.name == "chats"
     with pytest.raises(AmbiguousEvaluator, match="'exact_match' is registered 2 times"):
-        load_dataset_json(data, EvaluatorRegistry([ExactMatch(), *REGISTRY._entries[3:]]))  # pyright: ignore[reportPrivateUsage]
+        load_dataset_json(data, EvaluatorRegistry([ExactMatch(), *REGISTRY._entries[3:]]))
     with pytest.raises(UnknownEvaluator):
         load_dataset_json(data, EvaluatorRegistry(builtins=False))
 
@@ -159,18 +160,18 @@ def test_cases_with_run_options_are_never_serialized() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("mutate", "message"),
-    [
-        (lambda d: d.update(extra=1), "unknown field `extra`"),
-        (lambda d: d["cases"][0].update(expect="5"), "unknown field `expect`"),
-        (lambda d: d.update(version=2), "version 2 is not supported"),
-        (lambda d: d.update(format="ferrule.eval_report"), "not a dataset document"),
-        (lambda d: d.pop("cases"), "missing required field `cases`"),
-        (lambda d: d["cases"][0].update(name=3), "Expected `str`, got `int`"),
-    ],
-)
-def test_dataset_documents_are_strict(mutate: Any, message: str) -> None:
+MUTATIONS: list[tuple[Callable[[dict[str, Any]], object], str]] = [
+    (lambda d: d.update(extra=1), "unknown field `extra`"),
+    (lambda d: d["cases"][0].update(expect="5"), "unknown field `expect`"),
+    (lambda d: d.update(version=2), "version 2 is not supported"),
+    (lambda d: d.update(format="ferrule.eval_report"), "not a dataset document"),
+    (lambda d: d.pop("cases"), "missing required field `cases`"),
+    (lambda d: d["cases"][0].update(name=3), "Expected `str`, got `int`"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "message"), MUTATIONS)
+def test_dataset_documents_are_strict(mutate: Callable[[dict[str, Any]], object], message: str) -> None:
     document = json.loads(dump_dataset_json(DATASET))
     mutate(document)
     with pytest.raises(InvalidEvalDocument, match=message):
@@ -495,7 +496,9 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, float):
         return repr(a) == repr(b)
     if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        items = cast("list[Any]", a)
+        return len(items) == len(b) and all(same(x, y) for x, y in zip(items, b, strict=True))
     if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        mapping = cast("dict[str, Any]", a)
+        return list(mapping) == list(b) and all(same(mapping[k], b[k]) for k in mapping)
     return a == b

@@ -132,7 +132,8 @@ async def test_the_output_schema_bounds_the_score_and_out_of_range_answers_are_s
 
 
 async def test_an_agent_without_grader_output_is_refused() -> None:
-    agent = Agent(TestModel(custom_output_text="looks fine"))
+    # Typed loosely, as an agent built elsewhere may be: the refusal at run time is what is tested.
+    agent: Agent[None, Any] = Agent(TestModel(custom_output_text="looks fine"))
     with pytest.raises(InvalidGraderOutput, match="output_type=GraderOutput"):
         await ModelGrader(agent, "r").evaluate(CASE, "Paris", RunUsage())
 

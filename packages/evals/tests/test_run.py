@@ -184,8 +184,9 @@ async def test_async_hooks_are_refused_before_any_call() -> None:
     async def hook(event: EvalEvent) -> None:
         raise AssertionError("never called")
 
+    hooks: list[Any] = [hook]  # not an EvalHook: the refusal at run time is what is tested
     with pytest.raises(InvalidExecutionOptions, match="synchronous"):
-        await Dataset(sums(1)).run(Agent(FunctionModel(model)), options=ExecutionOptions(hooks=[hook]))
+        await Dataset(sums(1)).run(Agent(FunctionModel(model)), options=ExecutionOptions(hooks=hooks))
     assert model.calls == 0
 
 

@@ -20,7 +20,15 @@ from opentelemetry.trace import NoOpTracerProvider
 
 from ferrule.agent import Agent, InstrumentationSettings
 from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from ferrule.core.usage import RequestUsage
 from ferrule.evals import (
     Case,
@@ -58,7 +66,9 @@ class ToolModel:
         assert isinstance(request, ModelRequest)
         returns = [p for p in request.parts if isinstance(p, ToolReturnPart)]
         if not returns:
-            prompt = request.parts[-1].content
+            asked = request.parts[-1]
+            assert isinstance(asked, UserPromptPart)
+            prompt = asked.content
             return ModelResponse(
                 parts=[ToolCallPart(tool_name="lookup", args={"key": prompt})],
                 usage=RequestUsage(input_tokens=20, output_tokens=5),
@@ -124,7 +134,11 @@ async def test_each_case_holds_copies_of_its_own_spans_under_concurrency() -> No
     originals = exporter.get_finished_spans()
     assert len(originals) == 12 * 4  # the exporter still receives every original span
     copied = [s for r in report.results for s in r.spans]
-    assert sorted(s.span_id for s in copied) == sorted(format(s.context.span_id, "016x") for s in originals)
+    original_ids: list[str] = []
+    for span in originals:
+        assert span.context is not None
+        original_ids.append(format(span.context.span_id, "016x"))
+    assert sorted(s.span_id for s in copied) == sorted(original_ids)
     for result in report.results:
         names = sorted(s.name for s in result.spans)
         assert names == ["chat function", "chat function", "execute_tool lookup", "invoke_agent looker"]

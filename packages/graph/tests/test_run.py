@@ -283,6 +283,34 @@ async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
         await run.next()
 
 
+async def test_cancellation_in_the_end_callback_latches_graph_cancelled_naming_it() -> None:
+    started = anyio.Event()
+
+    async def slow_end(ctx: GraphContext[None, None], n: int) -> int:
+        started.set()
+        await anyio.sleep_forever()
+        return n
+
+    g = GraphBuilder[None, None, int, int, int]()
+    g.start(lambda ctx, n: n)
+    g.step("a", lambda ctx, n: n)
+    g.end(slow_end)
+    g.entry("a")
+    g.finish("a")
+    run = await g.build().iter(1)
+    async with anyio.create_task_group() as tg:
+
+        async def drive() -> None:
+            await run.next()
+
+        tg.start_soon(drive)
+        await started.wait()
+        tg.cancel_scope.cancel()
+    with pytest.raises(GraphCancelledError, match="while the end callback ran") as info:
+        await run.next()
+    assert info.value.node is None
+
+
 # --- step ceilings (A-08) -----------------------------------------------------------------------
 
 
@@ -398,3 +426,23 @@ async def test_failure_events_and_a_raising_sink_is_logged_not_fatal(
         await g.build().run(1, options=RunOptions(event_sinks=(broken, lambda e: kinds.append(e.kind))))
     assert kinds == ["run_start", "step_start", "step_end", "step_start", "step_error", "run_error"]
     assert "sink bug" in caplog.text
+
+
+async def test_a_failing_start_callback_emits_run_start_then_run_error() -> None:
+    def bad_start(ctx: GraphContext[None, None], n: int) -> int:
+        raise Boom("start")
+
+    g = GraphBuilder[None, None, int, int, int]()
+    g.start(bad_start)
+    g.step("a", lambda ctx, n: n)
+    g.end(lambda ctx, n: n)
+    g.entry("a")
+    g.finish("a")
+    events: list[GraphEvent] = []
+    with pytest.raises(Boom, match="start"):
+        await g.build().iter(1, options=RunOptions(event_sinks=(events.append,), run_id="r"))
+    assert [(e.kind, e.node, e.step, e.run_id) for e in events] == [
+        ("run_start", None, 0, "r"),
+        ("run_error", None, 0, "r"),
+    ]
+    assert isinstance(events[1].error, Boom)

@@ -264,7 +264,7 @@ def test_the_fingerprint_is_stable_across_processes() -> None:
 def variant(change: str) -> str:
     g = GraphBuilder[State, None, int, int, str](definition_id="counter-v1")
     if change == "types":
-        g = GraphBuilder[State, None, int, float, str](definition_id="counter-v1")  # type: ignore[assignment]
+        g = GraphBuilder[State, None, int, float, str](definition_id="counter-v1")
     if change == "id":
         g.definition_id = "counter-v2"
     g.start(lambda ctx, n: n)

@@ -26,7 +26,7 @@ from tests.support.http_server import Conn, LocalServer, Request, Serve
 from tests.support.http_server import serve as serve  # the fixture
 from tests.support.leaks import DEBUG_LOGGERS, exception_texts, find_leaks, log_texts
 
-from .conftest import HttpServer, load_sdk_server  # type: ignore[import-not-found]
+from .conftest import HttpServer, load_sdk_server
 
 pytestmark = pytest.mark.anyio
 

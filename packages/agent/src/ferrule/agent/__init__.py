@@ -15,10 +15,13 @@ Tools are typed functions (`Tool`, `@agent.tool`), output is text or typed (`Too
 Extension points: `toolsets` (`FunctionToolset`, namespaces, per-step preparers), `capabilities`
 (eager and on-demand bundles), `policies` (`ToolPolicy`), `hooks` (`HookEvent`),
 `history_processors`, `context_budget`, `PendingMessageQueue`, `multi_agent` (delegation scopes),
-`pricing` (exact nano-USD cost) and OpenTelemetry (`instrument=True`).
+`pricing` (exact nano-USD cost) and OpenTelemetry (`instrument=True`). `spec` describes an agent
+as data (`AgentSpec`: parse, validate, resolve); it is imported only when used.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from ferrule.core.retry import RetryPolicy
 
@@ -74,7 +77,13 @@ from .policies import ToolPolicy
 from .pricing import Pricing
 from .toolsets import AbstractToolset, FunctionToolset
 
+if TYPE_CHECKING:
+    from .spec import AgentSpec
+
+__version__ = "0.1.0"
+
 __all__ = [
+    "AgentSpec",
     "ToolPolicy",
     "Pricing",
     "PendingMessageQueueClosed",
@@ -134,4 +143,14 @@ __all__ = [
     "ToolThreads",
     "UnexpectedModelBehavior",
     "run_state_of",
+    "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `AgentSpec` is imported on first use, so `import ferrule.agent` does not pay for it.
+    if name == "AgentSpec":
+        from .spec import AgentSpec
+
+        return AgentSpec
+    raise AttributeError(f"module 'ferrule.agent' has no attribute {name!r}")

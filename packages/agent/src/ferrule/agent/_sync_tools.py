@@ -38,7 +38,7 @@ def _call_soon() -> Callable[[Callable[[], object]], object]:
     """A thread-safe "run this soon in the current event loop", for asyncio or trio."""
     # asyncio is only consulted when it is already imported: a trio program never pays for it.
     asyncio = sys.modules.get("asyncio")
-    loop = asyncio._get_running_loop() if asyncio is not None else None  # pyright: ignore[reportPrivateUsage]
+    loop = asyncio._get_running_loop() if asyncio is not None else None
     if loop is not None:
         return loop.call_soon_threadsafe
     trio = sys.modules["trio"]  # anyio runs on asyncio or trio, so this is trio

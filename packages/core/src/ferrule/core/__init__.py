@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .settings import ModelSettings
     from .usage import RequestUsage, RunUsage, UsageLimits
 
+__version__ = "0.1.0"
+
 __all__ = [
     "FerruleError",
     "Message",
@@ -33,6 +35,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "UsageLimits",
     "UserError",
+    "__version__",
 ]
 
 _LAZY = {

@@ -212,9 +212,10 @@ class _Checker:
         return SchemaProblem(unsupported=True, pointer=pointer, message=message, keyword=keyword)
 
     def run(self) -> None:
-        if isinstance(self.root, dict) and "$schema" in self.root:
+        root: Any = self.root
+        if isinstance(root, dict) and "$schema" in root:
             # The declaration decides what every other keyword means, so it is checked first.
-            self.keyword("$schema", cast("dict[str, Any]", self.root)["$schema"], "/$schema", 0, True)
+            self.keyword("$schema", cast("dict[str, Any]", root)["$schema"], "/$schema", 0, True)
         self.schema(self.root, "", 0)
         definitions = _definitions(self.root, self.container)
         for pointer, ref in self.refs:

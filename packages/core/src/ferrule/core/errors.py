@@ -23,6 +23,7 @@ __all__ = [
     "ErrorCategory",
     "FerruleError",
     "InvalidCredentialError",
+    "MissingCredentialError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
@@ -43,6 +44,19 @@ class FerruleError(Exception):
 
 class UserError(FerruleError):
     """The application asked for something that cannot work; fix the call, do not retry it."""
+
+
+class MissingCredentialError(UserError):
+    """A provider needs a credential that was neither passed nor set in its environment variable.
+
+    Raised when the provider is built, before any I/O; `env_vars` names the variables that were
+    looked at (never their values), so a command-line tool can tell this apart from other errors.
+    """
+
+    def __init__(self, message: str, *, env_vars: tuple[str, ...] = ()) -> None:
+        self.env_vars = env_vars
+        """The environment variables the credential is read from, e.g. `("OPENAI_API_KEY",)`."""
+        super().__init__(message)
 
 
 class UnsupportedFeatureError(UserError):

@@ -90,10 +90,33 @@ FinishReason: TypeAlias = Literal["stop", "length", "content_filter", "tool_call
 """Why the model stopped, normalized across providers; the raw reason is kept in `provider_details`."""
 
 
+# --- the families' shared options -----------------------------------------------------------------
+# msgspec passes these options on to subclasses (all but `kw_only`, which each class that wants it
+# sets for its own fields). Defaults stay out of the JSON, which keeps it PydanticAI-compatible and
+# long histories small, and out of reprs. The frozen records (`RetryInfo`, `ModelRequestAttempt`)
+# state the same options themselves: a frozen class cannot derive from a mutable one.
+
+
+class _Record(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True):
+    """Base of the mutable stored message types: fields left at their default are not written."""
+
+
+class _Content(_Record, tag_field="kind"):
+    """Base of the user-content items, tagged by `kind`."""
+
+
+class _Part(_Record, tag_field="part_kind"):
+    """Base of the request and response parts, tagged by `part_kind`."""
+
+
+class _Message(_Record, tag_field="kind"):
+    """Base of `ModelRequest` and `ModelResponse`, tagged by `kind`."""
+
+
 # --- rich user content ---------------------------------------------------------------------------
 
 
-class _FileUrl(msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind"):
+class _FileUrl(_Content):
     url: str
     """The URL of the file; checked against the run's URL policy before any request."""
     force_download: bool | Literal["allow-local"] = False
@@ -138,9 +161,7 @@ _DEFAULT_MEDIA_TYPE = {
 }
 
 
-class BinaryContent(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="binary"
-):
+class BinaryContent(_Content, tag="binary"):
     """Inline bytes: an image, audio clip, document or any other file."""
 
     data: bytes
@@ -178,9 +199,7 @@ class BinaryContent(
         return f"data:{self.media_type};base64,{self.base64}"
 
 
-class UploadedFile(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="uploaded-file"
-):
+class UploadedFile(_Content, tag="uploaded-file"):
     """A file previously uploaded to a provider's files API, valid only for that provider."""
 
     file_id: str
@@ -195,18 +214,14 @@ class UploadedFile(
     """A short stable identifier the model can use to refer to this file."""
 
 
-class CachePoint(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="cache-point"
-):
+class CachePoint(_Content, tag="cache-point"):
     """Marks the end of a prompt prefix the provider should cache (ignored where unsupported)."""
 
     ttl: Literal["5m", "1h"] = "5m"
     """How long the provider should keep the cached prefix."""
 
 
-class TextContent(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="text-content"
-):
+class TextContent(_Content, tag="text-content"):
     """Text with application metadata that is never sent to the model."""
 
     content: str
@@ -292,9 +307,7 @@ class RetryInfo(msgspec.Struct, frozen=True, omit_defaults=True, repr_omit_defau
 # --- request parts -------------------------------------------------------------------------------
 
 
-class SystemPromptPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="system-prompt"
-):
+class SystemPromptPart(_Part, tag="system-prompt"):
     """A system prompt written into the history (instructions are usually sent separately instead)."""
 
     content: str
@@ -313,9 +326,7 @@ class SystemPromptPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class UserPromptPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="user-prompt"
-):
+class UserPromptPart(_Part, tag="user-prompt"):
     """What the user said: plain text or a sequence of rich content items."""
 
     content: str | list[UserContent]
@@ -333,15 +344,13 @@ class UserPromptPart(
             yield from self.content
 
 
-class ToolReturnPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-return"
-):
-    """The result of a function tool call, sent back to the model."""
+class _ToolReturn(_Part):
+    """The fields a function tool's result and a provider-native tool's result share, in wire order."""
 
     tool_name: str
     """The name of the tool that was called."""
     content: Any
-    """The tool's return value: any JSON-encodable value, or rich content."""
+    """The result: any JSON-encodable value, or rich content."""
     tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
     """The ID of the call this answers; providers correlate by this ID, never by position."""
     tool_kind: str | None = None
@@ -349,9 +358,14 @@ class ToolReturnPart(
     metadata: Any = None
     """Application data attached to the result; never sent to the model."""
     timestamp: datetime = msgspec.field(default_factory=_now)
-    """When the result was produced."""
+    """When the result was produced or received."""
     outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
     """How the call ended; `"denied"` results come from a refused approval."""
+
+
+class ToolReturnPart(_ToolReturn, tag="tool-return"):
+    """The result of a function tool call, sent back to the model."""
+
     retry: RetryInfo | None = None
     """Why the call has to be made again, when `outcome` is `"retried"`."""
     content_file_digests: list[str] | None = None
@@ -367,9 +381,7 @@ class ToolReturnPart(
         return msgspec.json.encode(self.content).decode()
 
 
-class RetryPromptPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-prompt"
-):
+class RetryPromptPart(_Part, tag="retry-prompt"):
     """Asks the model to try again: after invalid tool arguments, a `ModelRetry`, or invalid output."""
 
     content: list[dict[str, Any]] | str
@@ -397,9 +409,7 @@ class RetryPromptPart(
         return f"{description}\n\nFix the errors and try again."
 
 
-class CompactionPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="compaction"
-):
+class CompactionPart(_Part, tag="compaction"):
     """A summary that stands in for earlier history.
 
     In a response it is the provider's own (possibly encrypted) compaction, replayed only to that
@@ -426,9 +436,7 @@ _RETRY_FEEDBACK_FRAMING = (
 )
 
 
-class RetryFeedbackPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="retry-feedback"
-):
+class RetryFeedbackPart(_Part, tag="retry-feedback"):
     """Feedback about a whole response that could not be used (invalid output, no output).
 
     Never bound to a tool call: a retry that answers a tool call is that call's `ToolReturnPart`
@@ -452,9 +460,7 @@ class RetryFeedbackPart(
         return f"{_RETRY_FEEDBACK_FRAMING}\n<retry_feedback>\n{text}\n</retry_feedback>"
 
 
-class InstructionPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="instruction"
-):
+class InstructionPart(_Part, tag="instruction"):
     """One block of instructions with its origin, as recorded in an `InstructionBaselinePart`."""
 
     content: str
@@ -471,14 +477,7 @@ class InstructionPart(
     """Discriminator (the JSON tag)."""
 
 
-class InstructionDigest(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="instruction-digest",
-):
+class InstructionDigest(_Part, kw_only=True, tag="instruction-digest"):
     """A rewrite-mode instruction block recorded only by its hash."""
 
     id: str | None = None
@@ -491,14 +490,7 @@ class InstructionDigest(
     """Discriminator (the JSON tag)."""
 
 
-class InstructionDeltaPart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="instruction-delta",
-):
+class InstructionDeltaPart(_Part, kw_only=True, tag="instruction-delta"):
     """Replaces or withdraws one operator-authored instruction block from this point on.
 
     A record for the application: each request carries the instructions in force itself
@@ -515,14 +507,7 @@ class InstructionDeltaPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class InstructionBaselinePart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="instruction-baseline",
-):
+class InstructionBaselinePart(_Part, kw_only=True, tag="instruction-baseline"):
     """The instruction blocks a request was sent with, where a window of appended changes starts.
 
     A record for the application; never sent to a model (the request's instructions are).
@@ -534,14 +519,7 @@ class InstructionBaselinePart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ToolAvailabilityDeltaPart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="tool-availability-delta",
-):
+class ToolAvailabilityDeltaPart(_Part, kw_only=True, tag="tool-availability-delta"):
     """Records that deferred tools were revealed to the model at this point.
 
     Never sent to a model: the revealed tools are offered with each later request instead.
@@ -555,14 +533,7 @@ class ToolAvailabilityDeltaPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class CapabilityLoadDeltaPart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="capability-load-delta",
-):
+class CapabilityLoadDeltaPart(_Part, kw_only=True, tag="capability-load-delta"):
     """Records on-demand capabilities loaded at this point; never sent to a model."""
 
     loaded: list[str] = []
@@ -573,14 +544,7 @@ class CapabilityLoadDeltaPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ModelSettingsDeltaPart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="model-settings-delta",
-):
+class ModelSettingsDeltaPart(_Part, kw_only=True, tag="model-settings-delta"):
     """Records model settings that change from this point of the conversation on.
 
     Never sent to a model: each request carries the settings in force (`ModelCall.settings`).
@@ -594,7 +558,7 @@ class ModelSettingsDeltaPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class SpeechTimestamp(msgspec.Struct, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
+class SpeechTimestamp(_Record, kw_only=True):
     """When a piece of spoken text is heard in its part's audio."""
 
     text: str
@@ -607,14 +571,7 @@ class SpeechTimestamp(msgspec.Struct, kw_only=True, omit_defaults=True, repr_omi
     """How much text this timestamp covers."""
 
 
-class SpeechPart(
-    msgspec.Struct,
-    kw_only=True,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="speech",
-):
+class SpeechPart(_Part, kw_only=True, tag="speech"):
     """Spoken audio of a realtime session with its transcript: `user` in requests, `assistant` in responses."""
 
     speaker: Literal["user", "assistant"]
@@ -659,9 +616,7 @@ ModelRequestPart: TypeAlias = (
 """A part that may appear in a request (a `CompactionPart` here is an application-written summary)."""
 
 
-class ModelRequest(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="request"
-):
+class ModelRequest(_Message, tag="request"):
     """Everything sent to the model in one turn: prompts, tool results and retry prompts."""
 
     parts: list[ModelRequestPart]
@@ -690,9 +645,7 @@ class ModelRequest(
 # --- response parts ------------------------------------------------------------------------------
 
 
-class TextPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="text"
-):
+class TextPart(_Part, tag="text"):
     """Plain text from the model."""
 
     content: str
@@ -709,9 +662,7 @@ class TextPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ThinkingPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="thinking"
-):
+class ThinkingPart(_Part, tag="thinking"):
     """The model's reasoning, with the signature some providers require to replay it."""
 
     content: str
@@ -728,15 +679,13 @@ class ThinkingPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class ToolCallPart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="tool-call"
-):
-    """The model asks the application to call a function tool."""
+class _ToolCall(_Part):
+    """The fields a function tool call and a provider-native tool call share, in wire order."""
 
     tool_name: str
     """The name of the tool to call."""
     args: str | dict[str, Any] | None = None
-    """The arguments: a JSON object, or the raw JSON text as the model produced it."""
+    """The arguments: a JSON object, or the raw JSON text as the model (or provider) produced it."""
     tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
     """The call's ID; the tool result must carry the same ID."""
     tool_kind: str | None = None
@@ -744,9 +693,14 @@ class ToolCallPart(
     id: str | None = None
     """The provider's identifier of this part (distinct from `tool_call_id` on some APIs)."""
     provider_name: str | None = None
-    """The provider that produced this part."""
+    """The provider that produced this part (for a native tool, the one that ran it)."""
     provider_details: dict[str, Any] | None = None
-    """Opaque provider data (e.g. a Gemini thought signature), replayed only to the same model."""
+    """Opaque provider data (e.g. a Gemini thought signature), replayed only to the same provider and model."""
+
+
+class ToolCallPart(_ToolCall, tag="tool-call"):
+    """The model asks the application to call a function tool."""
+
     part_kind: ClassVar[Literal["tool-call"]] = "tool-call"
     """Discriminator of the part union (the JSON tag)."""
 
@@ -772,56 +726,16 @@ class ToolCallPart(
         return msgspec.json.encode(self.args).decode()
 
 
-class NativeToolCallPart(
-    msgspec.Struct,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="builtin-tool-call",
-):
+class NativeToolCallPart(_ToolCall, tag="builtin-tool-call"):
     """A call of a provider-native tool (web search, code execution, ...) run inside the provider."""
 
-    tool_name: str
-    """The native tool's name."""
-    args: str | dict[str, Any] | None = None
-    """The arguments the provider reported."""
-    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
-    """The call's ID."""
-    tool_kind: str | None = None
-    """What kind of tool this is."""
-    id: str | None = None
-    """The provider's identifier of this part."""
-    provider_name: str | None = None
-    """The provider that ran the tool."""
-    provider_details: dict[str, Any] | None = None
-    """Opaque provider data, replayed only to the same provider and model."""
     part_kind: ClassVar[Literal["builtin-tool-call"]] = "builtin-tool-call"
     """Discriminator of the part union (the JSON tag)."""
 
 
-class NativeToolReturnPart(
-    msgspec.Struct,
-    omit_defaults=True,
-    repr_omit_defaults=True,
-    tag_field="part_kind",
-    tag="builtin-tool-return",
-):
+class NativeToolReturnPart(_ToolReturn, tag="builtin-tool-return"):
     """The result of a provider-native tool, as reported by the provider."""
 
-    tool_name: str
-    """The native tool's name."""
-    content: Any
-    """The result the provider reported."""
-    tool_call_id: str = msgspec.field(default_factory=new_tool_call_id)
-    """The ID of the call this answers."""
-    tool_kind: str | None = None
-    """What kind of tool this is."""
-    metadata: Any = None
-    """Application data; never sent to a model."""
-    timestamp: datetime = msgspec.field(default_factory=_now)
-    """When the result was received."""
-    outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
-    """How the call ended."""
     provider_name: str | None = None
     """The provider that ran the tool."""
     provider_details: dict[str, Any] | None = None
@@ -832,9 +746,7 @@ class NativeToolReturnPart(
     """Discriminator of the part union (the JSON tag)."""
 
 
-class FilePart(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="part_kind", tag="file"
-):
+class FilePart(_Part, tag="file"):
     """A file the model generated (e.g. an image)."""
 
     content: BinaryContent
@@ -892,9 +804,7 @@ class ModelRequestAttempt(
     """What the provider reported for the attempt, when known."""
 
 
-class ModelResponse(
-    msgspec.Struct, omit_defaults=True, repr_omit_defaults=True, tag_field="kind", tag="response"
-):
+class ModelResponse(_Message, tag="response"):
     """One complete answer from a model."""
 
     parts: list[ModelResponsePart]

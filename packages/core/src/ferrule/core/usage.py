@@ -46,7 +46,7 @@ class _UsageBase(msgspec.Struct, kw_only=True, omit_defaults=True, repr_omit_def
         return self.details.get("reasoning_tokens", 0)
 
 
-class RequestUsage(_UsageBase, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
+class RequestUsage(_UsageBase, kw_only=True):
     """Usage of one model request."""
 
     cache_write_1h_tokens: int = 0
@@ -81,7 +81,7 @@ class RequestUsage(_UsageBase, kw_only=True, omit_defaults=True, repr_omit_defau
         )
 
 
-class RunUsage(_UsageBase, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
+class RunUsage(_UsageBase, kw_only=True):
     """Usage aggregated over an agent run: every request plus tool-call counts."""
 
     requests: int = 0

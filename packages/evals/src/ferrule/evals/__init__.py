@@ -118,6 +118,8 @@ from ._report import (
 )
 from ._spans import AttributeValue, SpanEvent, SpanKind, SpanRecord, SpanStatus
 
+__version__ = "0.1.0"
+
 __all__ = [
     "CI_FORMAT",
     "DATASET_FORMAT",
@@ -208,4 +210,5 @@ __all__ = [
     "load_report_yaml",
     "run_dataset_file",
     "save_report",
+    "__version__",
 ]

@@ -17,7 +17,6 @@ from ferrule.agent.pricing import Pricing, nano_usd
 from ferrule.core.messages import ModelResponse
 from ferrule.core.usage import RunUsage
 
-from . import _spans
 from ._case import Case
 from ._errors import (
     DuplicateCaseName,
@@ -36,6 +35,7 @@ from ._evaluators import (
     run_trace_evaluator,
 )
 from ._report import CaseResult, EvaluationResult, Report, ReportCase
+from ._spans import SpanRecord, attach, capturable, collecting
 
 __all__ = [
     "MAX_CASES",
@@ -299,8 +299,8 @@ class _Runner:
                     provider = trace.get_tracer_provider()
         else:
             provider = self.options.tracer_provider
-        if provider is not None and _spans.capturable(provider):
-            _spans.attach(provider)
+        if provider is not None and capturable(provider):
+            attach(provider)
             return provider
         if self.dataset.trace_evaluators:
             if self.agent is not None and self.agent.instrumentation is None:
@@ -473,12 +473,12 @@ class _Runner:
             timeout=extra.timeout,
         )
 
-    async def _call_task(self, case: Case) -> tuple[Any, RunUsage, tuple[_spans.SpanRecord, ...], float]:
+    async def _call_task(self, case: Case) -> tuple[Any, RunUsage, tuple[SpanRecord, ...], float]:
         """One attempt of the task: output, usage, the attempt's spans and its latency."""
-        spans: list[_spans.SpanRecord] = []
+        spans: list[SpanRecord] = []
         started = time.perf_counter()
         if self.capture is not None:
-            with _spans.collecting(spans):
+            with collecting(spans):
                 value = await self._invoke(case)
         else:
             value = await self._invoke(case)

@@ -13,7 +13,7 @@ import os
 import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, TypeAlias, assert_never
+from typing import Annotated, Any, Final, Literal, TypeAlias, assert_never, cast
 
 import anyio
 import msgspec
@@ -286,9 +286,9 @@ def _check_finite(value: Any, what: str) -> None:
                     f"{what} holds the non-finite number {item!r}, which JSON cannot hold"
                 )
         elif isinstance(item, dict):
-            stack.extend(item.values())  # pyright: ignore[reportUnknownArgumentType,reportUnknownMemberType]
+            stack.extend(cast("dict[str, Any]", item).values())
         elif isinstance(item, list):
-            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+            stack.extend(cast("list[Any]", item))
 
 
 def _float_out(value: float) -> float | NonFinite:

@@ -93,6 +93,70 @@ class _Frame:
         self.line = line
 
 
+def _text(data: str | bytes, limits: JsonLimits) -> str:
+    """The document as text, refused past `limits.max_bytes` (counted in UTF-8) or as invalid UTF-8."""
+    if isinstance(data, bytes):
+        if len(data) > limits.max_bytes:
+            raise JsonLimitError("max_bytes", maximum=limits.max_bytes, actual=len(data), profile=limits.name)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise YamlError(f"invalid UTF-8 at byte {exc.start}") from None
+    if len(data) > limits.max_bytes or len(data.encode("utf-8", "surrogatepass")) > limits.max_bytes:
+        raise JsonLimitError(
+            "max_bytes",
+            maximum=limits.max_bytes,
+            actual=len(data.encode("utf-8", "surrogatepass")),
+            profile=limits.name,
+        )
+    return data
+
+
+def _add_to(frame: _Frame, value: Any, line: int, limits: JsonLimits) -> None:
+    """Put `value` into the open collection: a list item, a mapping key, or the pending key's value."""
+    if isinstance(frame.container, list):
+        if len(frame.container) >= limits.max_items:
+            raise JsonLimitError(
+                "max_items",
+                maximum=limits.max_items,
+                actual=len(frame.container) + 1,
+                profile=limits.name,
+            )
+        frame.container.append(value)
+        return
+    if frame.key is None:
+        if not isinstance(value, str):
+            raise YamlError(f"mapping keys must be strings, got {value!r}", line=line)
+        if value in frame.container:
+            raise YamlError(f"duplicate key {value!r}", line=line)
+        if len(frame.container) >= limits.max_items:
+            raise JsonLimitError(
+                "max_items",
+                maximum=limits.max_items,
+                actual=len(frame.container) + 1,
+                profile=limits.name,
+            )
+        frame.key = value
+    else:
+        frame.container[frame.key] = value
+        frame.key = None
+
+
+def _open(
+    stack: list[_Frame], container: dict[str, Any] | list[Any], tag: Any, line: int | None, limits: JsonLimits
+) -> None:
+    """Start a collection: refused with a tag, past `limits.max_depth` or as a mapping key."""
+    if tag is not None:
+        raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
+    if len(stack) + 1 > limits.max_depth:
+        raise JsonLimitError(
+            "max_depth", maximum=limits.max_depth, actual=len(stack) + 1, profile=limits.name
+        )
+    if stack and isinstance(stack[-1].container, dict) and stack[-1].key is None:
+        raise YamlError("mapping keys must be strings, not collections", line=line)
+    stack.append(_Frame(container, line or 0))
+
+
 def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
     """Parse one YAML document into JSON values (dict, list, str, int, float, bool, None) within `limits`.
 
@@ -100,22 +164,7 @@ def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
     """
     import yaml
 
-    if isinstance(data, bytes):
-        if len(data) > limits.max_bytes:
-            raise JsonLimitError("max_bytes", maximum=limits.max_bytes, actual=len(data), profile=limits.name)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise YamlError(f"invalid UTF-8 at byte {exc.start}") from None
-    else:
-        text = data
-        if len(text) > limits.max_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
-            raise JsonLimitError(
-                "max_bytes",
-                maximum=limits.max_bytes,
-                actual=len(text.encode("utf-8", "surrogatepass")),
-                profile=limits.name,
-            )
+    text = _text(data, limits)
     loader_class: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
     stack: list[_Frame] = []
@@ -125,36 +174,10 @@ def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
 
     def add(value: Any, line: int) -> None:
         nonlocal root, done
-        if not stack:
-            root, done = value, True
-            return
-        frame = stack[-1]
-        if isinstance(frame.container, list):
-            if len(frame.container) >= limits.max_items:
-                raise JsonLimitError(
-                    "max_items",
-                    maximum=limits.max_items,
-                    actual=len(frame.container) + 1,
-                    profile=limits.name,
-                )
-            frame.container.append(value)
-            return
-        if frame.key is None:
-            if not isinstance(value, str):
-                raise YamlError(f"mapping keys must be strings, got {value!r}", line=line)
-            if value in frame.container:
-                raise YamlError(f"duplicate key {value!r}", line=line)
-            if len(frame.container) >= limits.max_items:
-                raise JsonLimitError(
-                    "max_items",
-                    maximum=limits.max_items,
-                    actual=len(frame.container) + 1,
-                    profile=limits.name,
-                )
-            frame.key = value
+        if stack:
+            _add_to(stack[-1], value, line, limits)
         else:
-            frame.container[frame.key] = value
-            frame.key = None
+            root, done = value, True
 
     try:
         while True:
@@ -184,18 +207,7 @@ def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
                 plain = not event.style and event.implicit[0]  # libyaml says "" where PyYAML says None
                 add(_scalar(event.value, limits, line or 0) if plain else event.value, line or 0)
             elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                if tag is not None:
-                    raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
-                if len(stack) + 1 > limits.max_depth:
-                    raise JsonLimitError(
-                        "max_depth", maximum=limits.max_depth, actual=len(stack) + 1, profile=limits.name
-                    )
-                if stack and isinstance(stack[-1].container, dict) and stack[-1].key is None:
-                    raise YamlError("mapping keys must be strings, not collections", line=line)
-                container: dict[str, Any] | list[Any] = (
-                    [] if isinstance(event, yaml.SequenceStartEvent) else {}
-                )
-                stack.append(_Frame(container, line or 0))
+                _open(stack, [] if isinstance(event, yaml.SequenceStartEvent) else {}, tag, line, limits)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 frame = stack.pop()
                 add(frame.container, frame.line)
@@ -248,7 +260,10 @@ def _dumper() -> Any:
         """Quotes ambiguous strings and writes floats and null the way `load_yaml` resolves them."""
 
     def represent_str(dumper: yaml.SafeDumper, data: str) -> Any:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=None if _plain_ok(data) else '"')
+        # types-PyYAML leaves represent_scalar's `value` unannotated.
+        return dumper.represent_scalar(  # pyright: ignore[reportUnknownMemberType]
+            "tag:yaml.org,2002:str", data, style=None if _plain_ok(data) else '"'
+        )
 
     def represent_float(dumper: yaml.SafeDumper, data: float) -> Any:
         if math.isnan(data):
@@ -259,10 +274,10 @@ def _dumper() -> Any:
             text = repr(data)  # the shortest form that reads back equal
             if "." not in text and "e" in text:
                 text = text.replace("e", ".0e", 1)  # `1.0e+20`: a float to YAML 1.1 readers too
-        return dumper.represent_scalar("tag:yaml.org,2002:float", text)
+        return dumper.represent_scalar("tag:yaml.org,2002:float", text)  # pyright: ignore[reportUnknownMemberType]
 
     def represent_none(dumper: yaml.SafeDumper, data: None) -> Any:
-        return dumper.represent_scalar("tag:yaml.org,2002:null", "null")
+        return dumper.represent_scalar("tag:yaml.org,2002:null", "null")  # pyright: ignore[reportUnknownMemberType]
 
     Dumper.add_representer(str, represent_str)
     Dumper.add_representer(float, represent_float)

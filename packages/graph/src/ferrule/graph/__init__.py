@@ -93,6 +93,8 @@ from ._visual import (
     escape_mermaid,
 )
 
+__version__ = "0.1.0"
+
 __all__ = [
     "SNAPSHOT_FORMAT",
     "SNAPSHOT_VERSION",
@@ -160,4 +162,5 @@ __all__ = [
     "VisualizationNodeId",
     "VisualizationNodeKind",
     "escape_mermaid",
+    "__version__",
 ]

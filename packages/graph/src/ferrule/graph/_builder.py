@@ -454,7 +454,7 @@ def _compile_fan_out(d: _Def, node: Node, limits: GraphLimits) -> None:
     seen: set[str] = set()
     branch: Any
     for branch in branches:
-        if not isinstance(branch, ParallelBranch):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(branch, ParallelBranch):
             raise InvalidFanOutError(
                 f"fan-out {name!r}: branches must be ParallelBranch, got {branch!r}", node=name
             )
@@ -474,8 +474,8 @@ def _compile_fan_out(d: _Def, node: Node, limits: GraphLimits) -> None:
     join: Any = d.join
     if (
         not isinstance(join, Join)
-        or not callable(cast("Any", join.initial))
-        or not callable(cast("Any", join.reduce))
+        or not callable(cast("Join[Any, Any]", join).initial)
+        or not callable(cast("Join[Any, Any]", join).reduce)
     ):
         raise InvalidFanOutError(f"fan-out {name!r}: join must be Join(initial, reduce)", node=name)
     if d.dispose is not None and not callable(d.dispose):

@@ -31,12 +31,20 @@ class Emitter(Generic[ItemT]):
 
     __slots__ = ("_branches", "_closed", "_items", "_limits", "_node")
 
-    def __init__(self, node: str, branches: int, limits: GraphLimits) -> None:
+    def __init__(self, node: str, branches: int, limits: GraphLimits, items: list[Any]) -> None:
         self._node = node
         self._branches = branches
         self._limits = limits
-        self._items: list[Any] = []
+        self._items = items  # the runner's list, filled in place
         self._closed = False
+
+    def __enter__(self) -> Emitter[ItemT]:
+        """The emitter, open for `emit()` until the block ends (the runner holds it around the map)."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close the emitter: a later `emit()` raises `GraphRunStateError`."""
+        self._closed = True
 
     def __call__(self, item: ItemT) -> None:
         """Emit one item; raises `FanOutLimitExceeded` past `max_fan_out_items` or `max_fan_out_tasks`."""
@@ -79,12 +87,11 @@ async def run_fan_out(
     branches = node.branches
     width = len(branches)
     if node.mode == "map":
-        emitter: Emitter[Any] = Emitter(node.name, width, limits)
-        returned = node.map_fn(ctx, value, emitter)
-        if node.map_async:
-            await returned
-        emitter._closed = True
-        items = emitter._items
+        items: list[Any] = []
+        with Emitter[Any](node.name, width, limits, items) as emitter:
+            returned = node.map_fn(ctx, value, emitter)
+            if node.map_async:
+                await returned
     else:
         if width > limits.max_fan_out_tasks:
             raise FanOutLimitExceeded(

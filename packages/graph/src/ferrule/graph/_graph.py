@@ -27,6 +27,7 @@ from ._fanout import run_fan_out
 from ._limits import GraphLimits
 from ._types import (
     End,
+    EventSink,
     GraphContext,
     GraphEvent,
     GraphEventKind,
@@ -35,6 +36,7 @@ from ._types import (
     NextNode,
     NodeMetadata,
     RunOptions,
+    pending_resumes,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +87,15 @@ class NodeResumeRejected(Exception):
 
 def _new_run_id() -> str:
     return os.urandom(16).hex()
+
+
+def _emit(sinks: tuple[EventSink, ...], kind: GraphEventKind, run_id: str, step: int, **fields: Any) -> None:
+    event = GraphEvent(kind=kind, run_id=run_id, step=step, **fields)
+    for sink in sinks:
+        try:
+            sink(event)
+        except Exception as exc:  # sinks are infallible by contract: one that raises cannot change the run
+            _log.warning("graph event sink %r raised on %s (ignored): %r", sink, kind, exc)
 
 
 class Graph(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
@@ -206,34 +217,34 @@ class Graph(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         self,
         input: InputT,
         *,
-        state: StateT = None,  # pyright: ignore[reportArgumentType]
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        state: StateT = None,
+        deps: DepsT = None,
         options: RunOptions | None = None,
     ) -> GraphRun[StateT, DepsT, InputT, ValueT, OutputT]:
         """Run the start callback and return the run, positioned at the entry node."""
         opts, max_steps, concurrency = self._options(options)
-        run: GraphRun[StateT, DepsT, InputT, ValueT, OutputT] = GraphRun(
-            self, GraphContext(state, deps, opts.run_id or _new_run_id(), opts), max_steps, concurrency
-        )
-        run._emit("run_start")
+        ctx: GraphContext[StateT, DepsT] = GraphContext(state, deps, opts.run_id or _new_run_id(), opts)
+        sinks = opts.event_sinks
+        if sinks:
+            _emit(sinks, "run_start", ctx.run_id, 0)
         try:
-            value = self._start(run._ctx, input)
+            value = self._start(ctx, input)
             if self._start_async:
                 value = await value
         except BaseException as exc:
-            run._fail(exc, None)
+            if sinks:
+                _emit(sinks, "run_error", ctx.run_id, 0, node=None, error=exc)
             raise
-        run._value = value
-        run._node = self.nodes[self.entry]
-        run._status = _RUNNING
-        return run
+        return GraphRun(
+            self, ctx, max_steps, concurrency, (self._end, self._end_async), self.nodes[self.entry], value
+        )
 
     async def run(
         self,
         input: InputT,
         *,
-        state: StateT = None,  # pyright: ignore[reportArgumentType]
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        state: StateT = None,
+        deps: DepsT = None,
         options: RunOptions | None = None,
     ) -> OutputT:
         """Run to the end and return the output.
@@ -242,14 +253,14 @@ class Graph(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         failures, or `GraphInterrupted` (with `.run`) when an agent node pauses for decisions.
         """
         run = await self.iter(input, state=state, deps=deps, options=options)
-        return await run._to_end()
+        return await run.run_to_end()
 
     def resume_snapshot(
         self,
         source: bytes | str,
         codec: SnapshotCodec[StateT, ValueT],
         *,
-        deps: DepsT = None,  # pyright: ignore[reportArgumentType]
+        deps: DepsT = None,
         options: RunOptions | None = None,
     ) -> GraphRun[StateT, DepsT, InputT, ValueT, OutputT]:
         """A run positioned where `run.snapshot(codec)` left it: the state and value decoded, fresh
@@ -275,18 +286,14 @@ class Graph(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
             )
         state, value = loaded.decode(codec)
         ctx: GraphContext[StateT, DepsT] = GraphContext(state, deps, opts.run_id or loaded.run_id, opts)
-        run: GraphRun[StateT, DepsT, InputT, ValueT, OutputT] = GraphRun(self, ctx, max_steps, concurrency)
-        run._value = value
-        run._node = self.nodes[loaded.node_index]
-        run._steps = loaded.completed_steps
-        ctx.step = loaded.completed_steps
-        if loaded.paused is not None:
-            run._interrupt = Interrupt(run._node.name, loaded.paused)
-            run._status = _INTERRUPTED
-        else:
-            run._status = _RUNNING
-        run._emit("run_resume", node=run._node.name)
-        return run
+        node = self.nodes[loaded.node_index]
+        steps = ctx.step = loaded.completed_steps
+        interrupt = Interrupt(node.name, loaded.paused) if loaded.paused is not None else None
+        if opts.event_sinks:
+            _emit(opts.event_sinks, "run_resume", ctx.run_id, steps, node=node.name)
+        return GraphRun(
+            self, ctx, max_steps, concurrency, (self._end, self._end_async), node, value, steps, interrupt
+        )
 
     # --- pictures --------------------------------------------------------------------------------
 
@@ -315,6 +322,7 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         "_concurrency",
         "_ctx",
         "_end",
+        "_end_fn",
         "_error",
         "_graph",
         "_interrupt",
@@ -334,21 +342,28 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         ctx: GraphContext[StateT, DepsT],
         max_steps: int,
         concurrency: int,
+        end_fn: tuple[Any, bool],
+        node: Node,
+        value: Any,
+        steps: int = 0,
+        interrupt: Interrupt | None = None,
     ) -> None:
+        # Built by `Graph.iter` (after the start callback) and `Graph.resume_snapshot`, positioned at `node`.
         self._graph = graph
         self._nodes = graph.nodes
         self._ctx = ctx
         self._max_steps = max_steps
         self._concurrency = concurrency
+        self._end_fn = end_fn  # the graph's end callback and whether it is async
         self._sinks = ctx.options.event_sinks
-        self._status = _BUSY  # until the start callback returned
-        self._node: Node | None = None
-        self._value: Any = None
-        self._steps = 0
+        self._status = _INTERRUPTED if interrupt is not None else _RUNNING
+        self._node: Node | None = node
+        self._value: Any = value
+        self._steps = steps
         self._end: End[OutputT] | None = None
         self._error: BaseException | None = None
         self._tb: Any = None
-        self._interrupt: Interrupt | None = None
+        self._interrupt = interrupt
 
     def __repr__(self) -> str:
         status = ("running", "busy", "interrupted", "done", "failed")[self._status]
@@ -418,16 +433,8 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
     # --- advancing -------------------------------------------------------------------------------
 
     def _emit(self, kind: GraphEventKind, **fields: Any) -> None:
-        if not self._sinks:
-            return
-        event = GraphEvent(kind=kind, run_id=self._ctx.run_id, step=self._steps, **fields)
-        for sink in self._sinks:
-            try:
-                sink(event)
-            except (
-                Exception
-            ) as exc:  # sinks are infallible by contract: one that raises cannot change the run
-                _log.warning("graph event sink %r raised on %s (ignored): %r", sink, kind, exc)
+        if self._sinks:
+            _emit(self._sinks, kind, self._ctx.run_id, self._steps, **fields)
 
     def _fail(self, exc: BaseException, node: Node | None) -> None:
         name = node.name if node is not None else None
@@ -435,7 +442,7 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
             latched: BaseException = exc
         else:
             latched = GraphCancelledError(
-                f"the run was cancelled while {'node ' + repr(name) if name else 'the start callback'} ran; "
+                f"the run was cancelled while {'node ' + repr(name) if name else 'the end callback'} ran; "
                 "it cannot continue (start a new run, or resume a snapshot taken before)",
                 node=name,
             )
@@ -544,10 +551,10 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         return following.marker
 
     async def _finish(self) -> End[OutputT]:
-        graph = self._graph
+        end_fn, end_async = self._end_fn
         try:
-            output = graph._end(self._ctx, self._value)
-            if graph._end_async:
+            output = end_fn(self._ctx, self._value)
+            if end_async:
                 output = await output
         except BaseException as exc:
             self._fail(exc, None)
@@ -568,12 +575,12 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
             raise GraphRunStateError("the run is not waiting for decisions")
         interrupt = self._interrupt
         assert interrupt is not None
-        self._ctx._resume = (interrupt.paused, decisions)
+        pending_resumes[self._ctx] = (interrupt.paused, decisions)
         self._status = _RUNNING
         try:
             return await self.next()
         finally:
-            self._ctx._resume = None
+            pending_resumes.pop(self._ctx, None)
 
     async def _to_end(self) -> OutputT:
         count = 0
@@ -587,7 +594,7 @@ class GraphRun(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
                     await anyio.lowlevel.checkpoint()
                 continue
             if isinstance(result, End):
-                return result.output  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+                return result.output
             raise GraphInterrupted(self)
 
     async def run_to_end(self) -> OutputT:

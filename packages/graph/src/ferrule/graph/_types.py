@@ -128,7 +128,7 @@ class GraphContext(Generic[StateT, DepsT]):
     branches of one node share it).
     """
 
-    __slots__ = ("_resume", "deps", "node", "options", "run_id", "state", "step")
+    __slots__ = ("deps", "node", "options", "run_id", "state", "step")
 
     def __init__(self, state: StateT, deps: DepsT, run_id: str, options: RunOptions) -> None:
         self.state = state
@@ -143,10 +143,14 @@ class GraphContext(Generic[StateT, DepsT]):
         """The name of the node being executed."""
         self.step = 0
         """Nodes completed before this one."""
-        self._resume: tuple[Any, Any] | None = None  # (Paused, decisions) while an agent node resumes
 
     def __repr__(self) -> str:
         return f"GraphContext(run_id={self.run_id!r}, node={self.node!r}, step={self.step})"
+
+
+pending_resumes: dict[GraphContext[Any, Any], tuple[Paused, Any]] = {}
+"""(Paused, decisions) by run context while `GraphRun.resume` continues an agent node, which takes
+its entry. Kept out of `GraphContext`, whose attributes are all the callbacks' to read."""
 
 
 GraphEventKind: TypeAlias = Literal[

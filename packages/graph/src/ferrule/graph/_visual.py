@@ -97,7 +97,7 @@ END_ID = VisualizationNodeId("end", "end")
 
 
 def _node_id(node: Node) -> VisualizationNodeId:
-    return VisualizationNodeId(KIND_NAMES[node.kind], node.name)  # pyright: ignore[reportArgumentType]
+    return VisualizationNodeId(KIND_NAMES[node.kind], node.name)
 
 
 def _synthetic(node_id: VisualizationNodeId, metadata: NodeMetadata | None) -> VisualizationNode:

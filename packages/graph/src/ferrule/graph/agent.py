@@ -53,7 +53,7 @@ from ferrule.core.usage import RunUsage
 
 from ._errors import StepFailed
 from ._graph import NodePaused, NodeResumeRejected
-from ._types import GraphContext, is_async_callable
+from ._types import GraphContext, is_async_callable, pending_resumes
 
 if TYPE_CHECKING:
     from ferrule.agent import AbstractToolset, Capability, CapabilityLayer, ContextBudget, PendingMessageQueue
@@ -143,11 +143,10 @@ class CancelToken:
     Call `cancel()` from the event loop's thread (anyio cancel scopes are not thread-safe).
     """
 
-    __slots__ = ("_cancelled", "_scopes")
+    __slots__ = ("_cancelled",)
 
     def __init__(self) -> None:
         self._cancelled = False
-        self._scopes: set[anyio.CancelScope] = set()
 
     @property
     def cancelled(self) -> bool:
@@ -157,8 +156,12 @@ class CancelToken:
     def cancel(self) -> None:
         """Cancel every controlled agent run in flight; later ones raise `RunCancelledError`."""
         self._cancelled = True
-        for scope in list(self._scopes):
+        for scope in list(_token_scopes.get(self, ())):
             scope.cancel()
+
+
+# The cancel scopes of the controlled agent runs in flight, by token; an entry goes when its last run ends.
+_token_scopes: dict[CancelToken, set[anyio.CancelScope]] = {}
 
 
 class Control(msgspec.Struct, frozen=True, kw_only=True):
@@ -306,8 +309,7 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
 
     async def __call__(self, ctx: GraphContext[StateT, DepsT], value: ValueT) -> ValueT:
         """Run the agent for `value` and return what `apply` makes of its result."""
-        resume = ctx._resume
-        ctx._resume = None
+        resume = pending_resumes.pop(ctx, None)
         resumed = resume is not None
         node = ctx.node
         self._observe(AgentNodeEvent(kind="start", node=node, run_id=ctx.run_id, resumed=resumed))
@@ -375,13 +377,16 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
         if token.cancelled:
             raise RunCancelledError("the agent node's CancelToken was cancelled")
         scope = anyio.CancelScope()
-        token._scopes.add(scope)
+        scopes = _token_scopes.setdefault(token, set())
+        scopes.add(scope)
         outcome: AgentRunResult[AgentOutputT] | Paused | None = None
         try:
             with scope:
                 outcome = await self._invoke(ctx, prompt, options, resume)
         finally:
-            token._scopes.discard(scope)
+            scopes.discard(scope)
+            if not scopes:
+                _token_scopes.pop(token, None)
         if outcome is None:  # the token's cancellation ended the run; its work was drained
             raise RunCancelledError("the agent node's CancelToken cancelled its run")
         return outcome

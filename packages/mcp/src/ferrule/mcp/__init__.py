@@ -53,6 +53,8 @@ from ._types import (
     StderrPolicy,
 )
 
+__version__ = "0.1.0"
+
 __all__ = [
     "ApprovalPolicy",
     "ElicitationHandler",
@@ -88,4 +90,5 @@ __all__ = [
     "expose_tools",
     "load_mcp_config",
     "sampling_with_model",
+    "__version__",
 ]

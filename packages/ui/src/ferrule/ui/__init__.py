@@ -64,6 +64,8 @@ from ._replay import ReplayBuffer
 from ._sanitize import BrowserMessage, sanitize_messages
 from ._store import InMemoryPausedRunStore, PausedRunStore
 
+__version__ = "0.1.0"
+
 __all__ = [
     "APPROVAL_PREFIX",
     "DEFAULT_LIMITS",
@@ -107,4 +109,5 @@ __all__ = [
     "decisions_from",
     "error_message",
     "sanitize_messages",
+    "__version__",
 ]

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     )
     from .profiles import AnthropicProfile, anthropic_profile
 
+__version__ = "0.1.0"
+
 __all__ = [
     "AnthropicFile",
     "AnthropicModel",
@@ -40,6 +42,7 @@ __all__ = [
     "FileNotDownloadableError",
     "anthropic_profile",
     "infer_model",
+    "__version__",
 ]
 
 _LAZY = {

@@ -13,7 +13,7 @@ from typing import Any, Final, Unpack, cast
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ErrorCategory, ResponseDecodeError, UserError
+from ferrule.core.errors import ErrorCategory, MissingCredentialError, ResponseDecodeError, UserError
 from ferrule.core.messages import UploadedFile
 from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 
@@ -149,9 +149,10 @@ class AnthropicProvider(Provider):
     ) -> None:
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         if not key:
-            raise UserError(
+            raise MissingCredentialError(
                 f"no Anthropic API key: set the {API_KEY_ENV} environment variable or pass "
-                "AnthropicProvider(api_key=...)"
+                "AnthropicProvider(api_key=...)",
+                env_vars=(API_KEY_ENV,),
             )
         fixed = {"anthropic-version": api_version}
         for name, value in (options.get("headers") or {}).items():

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ._provider import GoogleProvider, GoogleProviderBase, VertexAIProvider, regional_api_base
     from .profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
 
+__version__ = "0.1.0"
+
 __all__ = [
     "DiscoveryLimits",
     "FileLimits",
@@ -41,6 +43,7 @@ __all__ = [
     "profile_for",
     "regional_api_base",
     "traits_for",
+    "__version__",
 ]
 
 _LAZY = {

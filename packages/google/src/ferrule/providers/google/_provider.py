@@ -10,7 +10,13 @@ from urllib.parse import quote
 import httpx2
 import msgspec
 
-from ferrule.core.errors import ErrorCategory, ResponseDecodeError, UnsupportedFeatureError, UserError
+from ferrule.core.errors import (
+    ErrorCategory,
+    MissingCredentialError,
+    ResponseDecodeError,
+    UnsupportedFeatureError,
+    UserError,
+)
 from ferrule.core.messages import UploadedFile
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
@@ -158,8 +164,9 @@ class GoogleProvider(GoogleProviderBase):
         if api_key is None:
             api_key = next((os.environ[v] for v in GEMINI_API_KEY_VARS if os.environ.get(v)), None)
         if not api_key:
-            raise UserError(
-                "no Gemini API key: pass api_key= or set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
+            raise MissingCredentialError(
+                "no Gemini API key: pass api_key= or set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable",
+                env_vars=tuple(GEMINI_API_KEY_VARS),
             )
         super().__init__(base_url=base_url, api_key=api_key, **options)
         upload = self.url_policy.check(upload_url)
@@ -380,9 +387,10 @@ class VertexAIProvider(GoogleProviderBase):
     ) -> None:
         token = access_token if access_token is not None else os.environ.get(VERTEX_TOKEN_VAR)
         if not token:
-            raise UserError(
+            raise MissingCredentialError(
                 f"no Vertex AI access token: pass access_token= or set {VERTEX_TOKEN_VAR} "
-                "(e.g. to the output of `gcloud auth print-access-token`)"
+                "(e.g. to the output of `gcloud auth print-access-token`)",
+                env_vars=(VERTEX_TOKEN_VAR,),
             )
         project = project if project is not None else os.environ.get("GOOGLE_CLOUD_PROJECT")
         if not project:

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
         local_model_profile,
     )
 
+__version__ = "0.1.0"
+
 __all__ = [
     "CATALOG",
     "DEFAULT_MODEL",
@@ -67,6 +69,7 @@ __all__ = [
     "local_model_profile",
     "model_cache_dir",
     "shutdown_shared_servers",
+    "__version__",
 ]
 
 _LAZY = {

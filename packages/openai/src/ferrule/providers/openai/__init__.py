@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     )
     from .profiles import ChatDialect, ChatProfile, ResponsesDialect, ResponsesProfile
 
+__version__ = "0.1.0"
+
 __all__ = [
     "AzureOpenAIProvider",
     "CerebrasProvider",
@@ -72,6 +74,7 @@ __all__ = [
     "TogetherProvider",
     "VLLMProvider",
     "local_url_policy",
+    "__version__",
 ]
 
 _LAZY = {

@@ -11,7 +11,7 @@ import httpx2
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ErrorCategory, UserError
+from ferrule.core.errors import ErrorCategory, MissingCredentialError, UserError
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 from ferrule.core.url_policy import UrlPolicy
@@ -128,9 +128,10 @@ class OpenAICompatibleProvider(Provider):
         if api_key is None and self.api_key_env:
             api_key = os.environ.get(self.api_key_env) or None
         if api_key is None and self.key_required and self.auth != "none":
-            raise UserError(
+            raise MissingCredentialError(
                 f"{type(self).__name__} needs an API key: pass api_key=... or set the {self.api_key_env} "
-                "environment variable"
+                "environment variable",
+                env_vars=(self.api_key_env,) if self.api_key_env else (),
             )
         if options.get("url_policy") is None and self.local_default and base_url == self.default_base_url:
             # The built-in local root is allowed for exactly its origin; any other root must be

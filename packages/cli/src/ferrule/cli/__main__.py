@@ -1,0 +1,9 @@
+"""`python -m ferrule.cli` is the `ferrule` command."""
+
+from __future__ import annotations
+
+import sys
+
+from ._main import main
+
+sys.exit(main())

@@ -1,0 +1,106 @@
+"""Plan documents as Mermaid, and the committed pictures of docs/planning.md."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+import pytest
+
+from ferrule.planning import Catalog, render_mermaid, validate_plan
+
+from .conftest import ROOT, Recorder, plan, step
+
+
+def test_steps_edges_conditions_and_bindings() -> None:
+    tools = Recorder()
+    catalog = Catalog(
+        [tools.tool("lookup"), tools.tool("report", params={"t": {"type": "integer"}})], agentic_steps=True
+    )
+    doc = validate_plan(
+        plan(
+            step("a"),
+            step(
+                "b",
+                "report",
+                input={},
+                depends_on=["a"],
+                condition={"source_step": "a", "source_path": "ok", "equals": True},
+                bindings=[{"source_step": "a", "source_path": "/t", "target_path": "/t"}],
+                required=False,
+                title="Report it",
+            ),
+            {
+                "id": "c",
+                "agent": {"prompt": "p", "tools": ["lookup"], "max_tool_calls": 1},
+                "depends_on": ["a", "b"],
+            },
+        ),
+        catalog,
+    )
+    assert render_mermaid(doc, title="Demo") == (
+        "---\n"
+        "title: Demo\n"
+        "---\n"
+        "flowchart TD\n"
+        '    s0["a<br/>lookup"]\n'
+        '    s1(["b<br/>report<br/><i>Report it</i>"])\n'
+        '    s2[["c<br/>agent: lookup"]]\n'
+        '    s0 -->|"if /ok = true; /t → /t"| s1\n'
+        "    s0 --> s2\n"
+        "    s1 --> s2\n"
+    )
+
+
+def test_every_label_is_escaped() -> None:
+    tools = Recorder()
+    catalog = Catalog([tools.tool("lookup")])
+    hostile = 'x"]; click s0 "javascript:alert(1)" <b>|{}'
+    doc = validate_plan(
+        plan(
+            step(hostile),
+            step(
+                "b",
+                depends_on=[hostile],
+                condition={"source_step": hostile, "source_path": "/a|b", "equals": '"]-->'},
+                title="line\nbreak <script>",
+            ),
+        ),
+        catalog,
+    )
+    text = render_mermaid(doc, title='evil"title')
+    body = text.split("flowchart TD\n", 1)[1]
+    for line in body.splitlines():
+        label = line.split('"', 1)[1].rsplit('"', 1)[0] if '"' in line else ""
+        for forbidden in ('"', "<b>", "<script>", "|", "[", "]", "{", "}", "\n"):
+            assert forbidden not in label, (forbidden, line)
+    assert "#34;" in text  # the quote, as a Mermaid entity
+    assert "line break #60;script#62;" in text
+    assert "title: evil#34;title" in text
+
+
+def _render_plans() -> ModuleType:
+    path = ROOT / "tools" / "docs" / "render_plans.py"
+    if not path.is_file() or not (ROOT / "docs" / "examples").is_dir():
+        pytest.skip("tools/docs and docs/examples are not part of this checkout")
+    spec = importlib.util.spec_from_file_location("render_plans", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_pictures_match_the_current_plans() -> None:
+    tool = _render_plans()
+    assert tool.stale() == []
+    for name in ("plan_household", "plan_weather"):
+        svg = (ROOT / "docs" / "images" / f"{name}.svg").read_text()
+        assert svg.startswith("<!-- ferrule-mermaid-sha256: ")
+        assert "<svg" in svg
+        mmd = (ROOT / "docs" / "images" / f"{name}.mmd").read_text()
+        assert tool.recorded_digest(svg) == tool.digest(mmd)
+    # A changed plan would be caught: the text of another plan does not match the household picture.
+    assert tool.digest(tool.PICTURES["plan_weather"]()) != tool.recorded_digest(
+        (ROOT / "docs" / "images" / "plan_household.svg").read_text()
+    )
