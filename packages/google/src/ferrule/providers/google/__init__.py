@@ -13,8 +13,9 @@ module [`ferrule.providers.google.codec`][] and the family profiles are in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._entry import infer_model
@@ -67,10 +68,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.google' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

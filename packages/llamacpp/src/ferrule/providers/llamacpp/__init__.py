@@ -18,8 +18,9 @@ request and stops when the interpreter exits. Running the server needs the `[ser
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._catalog import (
@@ -95,13 +96,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.llamacpp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

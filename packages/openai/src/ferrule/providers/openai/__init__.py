@@ -14,8 +14,9 @@ are public modules ([`chat_codec`][ferrule.providers.openai.chat_codec],
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._model import OpenAIChatModel, OpenAIResponsesModel
@@ -107,13 +108,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.openai' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:
