@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._model import OpenAIChatModel, OpenAIResponsesModel
+    from ._model import OpenAIChatModel, OpenAIModelOptions, OpenAIResponsesModel
     from ._provider import (
         CompatibleOptions,
         DiscoveredModel,
@@ -66,6 +66,7 @@ __all__ = [
     "OllamaProvider",
     "OpenAIChatModel",
     "OpenAICompatibleProvider",
+    "OpenAIModelOptions",
     "OpenAIProvider",
     "OpenAIResponsesModel",
     "OpenRouterProvider",
@@ -80,6 +81,7 @@ __all__ = [
 
 _LAZY = {
     "OpenAIChatModel": "_model",
+    "OpenAIModelOptions": "_model",
     "OpenAIResponsesModel": "_model",
     "CompatibleOptions": "_provider",
     "DiscoveredModel": "_provider",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from ferrule.core.codec import CodecModel
 from ferrule.core.errors import ContentFilterError, UserError
@@ -30,7 +30,22 @@ from .chat_codec import ChatCodec
 from .profiles import ChatDialect, ResponsesDialect
 from .responses_codec import ResponsesCodec
 
-__all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
+__all__ = ["OpenAIChatModel", "OpenAIModelOptions", "OpenAIResponsesModel"]
+
+
+class OpenAIModelOptions(TypedDict, total=False):
+    """The options both OpenAI model clients take besides the model name, dialect and routing."""
+
+    provider: OpenAICompatibleProvider | None
+    """The provider requests go through; `None` is `OpenAIProvider()` (key from `OPENAI_API_KEY`)."""
+    profile: ModelProfile | None
+    """What the model supports; `None` takes the provider's table entry (fail-closed for unknown models)."""
+    settings: ModelSettings | None
+    """Model-level default settings."""
+    download_url_policy: UrlPolicy | None
+    """The policy for downloading URL content the endpoint takes only as bytes; `None` is the default policy."""
+    max_download_bytes: int
+    """Largest such download (default 20 MiB)."""
 
 
 class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
@@ -42,27 +57,27 @@ class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
     """
 
     _api: Literal["chat", "responses"]
+    _profile: ModelProfile
 
-    def __init__(
-        self,
-        model_name: str,
-        *,
-        provider: OpenAICompatibleProvider | None,
-        settings: ModelSettings | None,
-        download_url_policy: UrlPolicy | None,
-        max_download_bytes: int,
-    ) -> None:
+    def __init__(self, model_name: str, options: OpenAIModelOptions) -> None:
         if not model_name or any(c in model_name for c in "\r\n"):
             raise UserError(f"model name {model_name!r} is not valid")
+        provider = options.get("provider")
         super().__init__(
-            model_name, provider=provider if provider is not None else OpenAIProvider(), settings=settings
+            model_name,
+            provider=provider if provider is not None else OpenAIProvider(),
+            settings=options.get("settings"),
         )
-        self.download_url_policy: UrlPolicy = (
-            download_url_policy if download_url_policy is not None else UrlPolicy()
-        )
+        policy = options.get("download_url_policy")
+        self.download_url_policy: UrlPolicy = policy if policy is not None else UrlPolicy()
         """The policy for downloading user content this endpoint takes only as bytes."""
-        self.max_download_bytes = max_download_bytes
+        self.max_download_bytes = options.get("max_download_bytes", DEFAULT_MAX_DOWNLOAD_BYTES)
         """Largest such download."""
+
+    @property
+    def profile(self) -> ModelProfile:
+        """What this model supports; requests asking for more fail before any I/O."""
+        return self._profile
 
     def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
         del stream
@@ -115,22 +130,13 @@ class OpenAIChatModel(_OpenAIModelBase):
         self,
         model_name: str,
         *,
-        provider: OpenAICompatibleProvider | None = None,
-        profile: ModelProfile | None = None,
         dialect: ChatDialect | None = None,
-        settings: ModelSettings | None = None,
         routing: Any = None,
-        download_url_policy: UrlPolicy | None = None,
-        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        **options: Unpack[OpenAIModelOptions],
     ) -> None:
-        super().__init__(
-            model_name,
-            provider=provider,
-            settings=settings,
-            download_url_policy=download_url_policy,
-            max_download_bytes=max_download_bytes,
-        )
+        super().__init__(model_name, options)
         resolved = self._provider.chat_profile(model_name)
+        profile = options.get("profile")
         self._profile = profile if profile is not None else resolved.profile
         self.dialect: ChatDialect = dialect if dialect is not None else resolved.dialect
         """How this endpoint spells the Chat Completions fields that vary between servers."""
@@ -145,11 +151,6 @@ class OpenAIChatModel(_OpenAIModelBase):
                 )
         self.routing = routing
         """OpenRouter provider routing preferences (an `OpenRouterRouting`), or `None`."""
-
-    @property
-    def profile(self) -> ModelProfile:
-        """What this model supports; requests asking for more fail before any I/O."""
-        return self._profile
 
     def codec(self) -> ChatCodec:
         """The codec of this model's requests (its dialect, provider and OpenRouter routing)."""
@@ -231,29 +232,15 @@ class OpenAIResponsesModel(_OpenAIModelBase):
         self,
         model_name: str,
         *,
-        provider: OpenAICompatibleProvider | None = None,
-        profile: ModelProfile | None = None,
         dialect: ResponsesDialect | None = None,
-        settings: ModelSettings | None = None,
-        download_url_policy: UrlPolicy | None = None,
-        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        **options: Unpack[OpenAIModelOptions],
     ) -> None:
-        super().__init__(
-            model_name,
-            provider=provider,
-            settings=settings,
-            download_url_policy=download_url_policy,
-            max_download_bytes=max_download_bytes,
-        )
+        super().__init__(model_name, options)
         resolved = self._provider.responses_profile(model_name)
+        profile = options.get("profile")
         self._profile = profile if profile is not None else resolved.profile
         self.dialect: ResponsesDialect = dialect if dialect is not None else resolved.dialect
         """How the Responses endpoint is used (stateless storage, reasoning replay)."""
-
-    @property
-    def profile(self) -> ModelProfile:
-        """What this model supports; requests asking for more fail before any I/O."""
-        return self._profile
 
     def codec(self) -> ResponsesCodec:
         """The codec of this model's requests (its dialect, profile and provider)."""
