@@ -86,6 +86,7 @@ from ._common import (
     as_list,
     as_str,
     in_band_error,
+    json_encoded,
     normalize_finish_reason,
     shape_errors,
     timestamp,
@@ -610,26 +611,8 @@ def build_request(
     return body
 
 
-def encode_request(
-    call: ModelCall,
-    *,
-    model_name: str,
-    dialect: ChatDialect | None = None,
-    stream: bool = False,
-    provider_name: str = OPENAI,
-    extra_owned_keys: Collection[str] = (),
-) -> bytes:
-    """The Chat Completions request body for `call`, encoded as JSON bytes (see `build_request`)."""
-    return msgspec.json.encode(
-        build_request(
-            call,
-            model_name=model_name,
-            dialect=dialect,
-            stream=stream,
-            provider_name=provider_name,
-            extra_owned_keys=extra_owned_keys,
-        )
-    )
+encode_request = json_encoded(build_request)
+"""The Chat Completions request body for `call`, encoded as JSON bytes (see `build_request`)."""
 
 
 # --- wire types ----------------------------------------------------------------------------------

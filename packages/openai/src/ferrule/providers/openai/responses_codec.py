@@ -91,6 +91,7 @@ from ._common import (
     as_list,
     as_str,
     in_band_error,
+    json_encoded,
     shape_errors,
     timestamp,
 )
@@ -534,28 +535,8 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
     return body
 
 
-def encode_request(
-    call: ModelCall,
-    *,
-    model_name: str,
-    dialect: ResponsesDialect | None = None,
-    profile: ModelProfile | None = None,
-    stream: bool = False,
-    provider_name: str = OPENAI,
-    extra_owned_keys: Collection[str] = (),
-) -> bytes:
-    """The Responses request body for `call`, encoded as JSON bytes (see `build_request`)."""
-    return msgspec.json.encode(
-        build_request(
-            call,
-            model_name=model_name,
-            dialect=dialect,
-            profile=profile,
-            stream=stream,
-            provider_name=provider_name,
-            extra_owned_keys=extra_owned_keys,
-        )
-    )
+encode_request = json_encoded(build_request)
+"""The Responses request body for `call`, encoded as JSON bytes (see `build_request`)."""
 
 
 # --- decoding ------------------------------------------------------------------------------------
