@@ -14,7 +14,10 @@ from ferrule.core.conformance import Interaction, iter_cassettes, load_cassette
 from tests.support.shared import SHARED, missing_reason, require_shared, shared_path
 
 __all__ = [
+    "ANTHROPIC_FOLDERS",
     "CASSETTES",
+    "GOOGLE_FOLDERS",
+    "OPENAI_FOLDERS",
     "REPO_ROOT",
     "SKIP_REASON",
     "Interaction",
@@ -31,6 +34,29 @@ CASSETTES = "cassettes/pydantic-ai"
 """The PydanticAI recordings, relative to the shared folder."""
 
 SKIP_REASON = missing_reason(SHARED / CASSETTES)
+
+OPENAI_FOLDERS = (
+    "models/cassettes/test_openai",
+    "models/cassettes/test_openai_responses",
+    "models/cassettes/test_openai_prompt_cache",
+    "models/cassettes/test_groq",
+    "models/cassettes/test_openrouter",
+    "models/cassettes/test_deepseek",
+    "models/cassettes/test_deepseek_responses",
+    "models/cassettes/test_huggingface",
+    "models/cassettes/test_zai",
+    "models/cassettes/test_tool_choice_matrix",
+    "models/openrouter",
+)
+"""The recordings of OpenAI's APIs and the OpenAI-compatible servers."""
+ANTHROPIC_FOLDERS = (
+    "models/cassettes/test_anthropic",
+    "models/cassettes/test_anthropic_mid_conversation_system",
+    "models/anthropic",
+)
+"""The recordings of the Anthropic Messages API."""
+GOOGLE_FOLDERS = ("models/cassettes/test_google", "models/google")
+"""The recordings of the Gemini API and Vertex AI."""
 
 load = load_cassette
 """Load one cassette file."""

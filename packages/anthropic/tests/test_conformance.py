@@ -39,15 +39,17 @@ from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefi
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.anthropic import codec
 from ferrule.providers.anthropic.profiles import anthropic_profile
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import (
+    ANTHROPIC_FOLDERS,
+    SKIP_REASON,
+    Interaction,
+    cassette_root,
+    iter_interactions,
+)
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-FOLDERS = (
-    "models/cassettes/test_anthropic",
-    "models/cassettes/test_anthropic_mid_conversation_system",
-    "models/anthropic",
-)
+FOLDERS = ANTHROPIC_FOLDERS
 
 # Interactions in these folders that are not Messages API responses, with the reason they are not
 # decoded here. Everything else must decode (or, for an error status, raise the mapped error).

@@ -19,11 +19,11 @@ from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-FOLDERS = ("models/cassettes/test_anthropic", "models/anthropic")
+FOLDERS = ANTHROPIC_FOLDERS
 
 
 def _seeds(stream: bool) -> list[bytes]:

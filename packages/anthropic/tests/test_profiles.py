@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
-import sys
 
 import pytest
 
@@ -20,6 +18,7 @@ from ferrule.providers.anthropic.profiles import (
     model_profile,
     normalize_model_name,
 )
+from tests.support.imports import loaded_by
 
 
 @pytest.mark.parametrize(
@@ -163,10 +162,5 @@ def test_entry_point_builds_a_model_from_the_environment(monkeypatch: pytest.Mon
 
 
 def test_importing_the_package_is_cheap() -> None:
-    code = (
-        "import sys, ferrule.providers.anthropic as a\n"
-        "heavy = [m for m in ('httpx2', 'anyio', 'msgspec', 'ferrule.core.provider', 'ferrule.providers.anthropic._model') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == ""
+    heavy = ("httpx2", "anyio", "msgspec", "ferrule.core.provider", "ferrule.providers.anthropic._model")
+    assert loaded_by("import ferrule.providers.anthropic", heavy) == []

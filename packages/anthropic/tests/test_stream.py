@@ -39,7 +39,7 @@ from ferrule.core.model import (
 )
 from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
 
 START: dict[str, Any] = {
     "type": "message_start",
@@ -353,12 +353,7 @@ def _as_stream(body: dict[str, Any]) -> bytes:
 @pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 def test_every_buffered_cassette_streams_to_the_same_parts() -> None:
     checked = 0
-    folders = (
-        "models/cassettes/test_anthropic",
-        "models/cassettes/test_anthropic_mid_conversation_system",
-        "models/anthropic",
-    )
-    for it in iter_interactions(*folders):
+    for it in iter_interactions(*ANTHROPIC_FOLDERS):
         if it.is_stream or it.status != 200 or not it.uri.split("?")[0].endswith("/v1/messages"):
             continue
         buffered = codec.decode_response(it.response_bytes)

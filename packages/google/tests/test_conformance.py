@@ -45,9 +45,9 @@ from ferrule.providers.google.codec import (
     GoogleCodec,
     build_request,
 )
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import GOOGLE_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
 
-FOLDERS = ("models/cassettes/test_google", "models/google")
+FOLDERS = GOOGLE_FOLDERS
 INTERACTIONS: list[Interaction] = list(iter_interactions(*FOLDERS))
 BY_ID = {it.id: it for it in INTERACTIONS}
 

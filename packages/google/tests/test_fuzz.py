@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from ferrule.core.conformance import check_stream, feed_sse
 from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
 from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
-from tests.support.cassettes import cassette_root, iter_interactions
+from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
 
 MAX_SEED_BYTES = 48 * 1024
 FUZZ = settings(
@@ -32,7 +32,7 @@ FUZZ = settings(
 def _seeds() -> tuple[list[bytes], list[bytes]]:
     buffered: list[bytes] = []
     streamed: list[bytes] = []
-    for it in iter_interactions("models/cassettes/test_google", "models/google"):
+    for it in iter_interactions(*GOOGLE_FOLDERS):
         if "enerateContent" not in it.uri:
             continue
         data = it.response_bytes

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib.metadata import entry_points
 
 import pytest
@@ -22,6 +20,7 @@ from ferrule.providers.google import (
     regional_api_base,
 )
 from ferrule.providers.google import vertex as vertex_module
+from tests.support.imports import loaded_by
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"
 
@@ -278,11 +277,5 @@ def test_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_import_is_cheap() -> None:
-    code = (
-        "import sys\n"
-        "import ferrule.providers.google\n"
-        "assert 'httpx2' not in sys.modules and 'msgspec' not in sys.modules, sorted(sys.modules)\n"
-        "import ferrule.providers.google.codec\n"
-        "assert 'httpx2' not in sys.modules and 'anyio' not in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert loaded_by("import ferrule.providers.google", ("httpx2", "msgspec")) == []
+    assert loaded_by("import ferrule.providers.google.codec", ("httpx2", "anyio")) == []

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from .codec import FooCodec
     from .profiles import foo_profile
 
-__all__ = ["FooCodec", "FooModel", "FooProvider", "foo_profile"]
+__version__ = "0.1.0"
+
+__all__ = ["FooCodec", "FooModel", "FooProvider", "__version__", "foo_profile"]
 
 __getattr__ = lazy_getattr(
     __name__,
