@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,7 +19,6 @@ from ferrule.core.messages import ModelRequest
 from ferrule.core.model import ModelCall, ToolDefinition
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.providers.foo import FooModel, FooProvider
-from ferrule.providers.foo._entry import foo
 
 CASSETTE = Path(__file__).parent / "cassettes" / "test_foo.yaml"
 KEY = "foo-SECRET-0123456789"
@@ -99,8 +100,14 @@ async def test_what_the_profile_lacks_fails_before_any_request(server: _Replay) 
 
 
 def test_the_entry_point_reads_the_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What `Agent("foo:foo-1")` loads: the function the pyproject's entry point names.
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    module, _, name = project["project"]["entry-points"]["ferrule.providers"]["foo"].partition(":")
+    infer_model = getattr(importlib.import_module(module), name)
     monkeypatch.delenv("FOO_API_KEY", raising=False)
     with pytest.raises(MissingCredentialError, match="FOO_API_KEY"):
-        foo("foo-1")
+        infer_model("foo-1")
     monkeypatch.setenv("FOO_API_KEY", KEY)
-    assert foo("foo-1").system == "foo:foo-1"
+    model = infer_model("foo-1")
+    assert isinstance(model, FooModel)
+    assert model.system == "foo:foo-1"
