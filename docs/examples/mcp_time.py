@@ -1,7 +1,8 @@
 """An agent that calls the `mcp-server-time` MCP server over stdio and prints the tool's result.
 
 Runs offline with a scripted FunctionModel (set FERRULE_EXAMPLE_MODEL, e.g. "openai:gpt-5-mini",
-to use a real model). Needs `pip install ferrule-mcp mcp-server-time`.
+to use a real model). Needs `ferrule-mcp` (`python tools/install.py ferrule-mcp` from a checkout) and
+`pip install mcp-server-time`.
 """
 
 from __future__ import annotations

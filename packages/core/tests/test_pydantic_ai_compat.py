@@ -16,8 +16,6 @@ without either the tests skip and say how to enable them.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -69,70 +67,16 @@ from ferrule.core.messages import (
     WorkspaceRef,
 )
 from ferrule.core.usage import RequestUsage
-
-REPO = Path(__file__).resolve().parents[3]
-CORPUS_TOOL = REPO / "tools" / "pydantic_ai_corpus.py"
-PYDANTIC_AI_VERSION = "2.68.0"
-ENV_VAR = "FERRULE_PYDANTIC_AI_PYTHON"
-SKIP_REASON = (
-    f"PydanticAI compatibility needs a python with pydantic-ai-slim=={PYDANTIC_AI_VERSION}: "
-    f"run `hatch env create pydantic-ai-compat` or set {ENV_VAR}"
-)
-
-
-def _find_python() -> str | None:
-    configured = os.environ.get(ENV_VAR)
-    if configured:
-        if not Path(configured).exists():
-            pytest.fail(f"{ENV_VAR}={configured!r} does not exist")
-        return configured
-    hatch = shutil.which("hatch")
-    if hatch is None:
-        return None
-    try:
-        found = subprocess.run(
-            [hatch, "env", "find", "pydantic-ai-compat"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if found.returncode != 0 or not found.stdout.strip():
-        return None
-    env_dir = Path(found.stdout.strip().splitlines()[-1])
-    for candidate in (env_dir / "bin" / "python", env_dir / "Scripts" / "python.exe"):
-        if candidate.exists():
-            return str(candidate)
-    return None
+from tests.support.pydantic_ai_env import ENV_VAR, SKIP_REASON, pydantic_ai_python, run_corpus_tool
 
 
 @pytest.fixture(scope="module")
 def pai_python() -> str:
-    python = _find_python()
-    if python is None:
-        pytest.skip(SKIP_REASON)
-    version = subprocess.run(
-        [python, "-c", "import importlib.metadata as m; print(m.version('pydantic-ai-slim'))"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if version.returncode != 0:
-        pytest.fail(f"{python} cannot import pydantic-ai-slim: {version.stderr.strip()}")
-    assert version.stdout.strip() == PYDANTIC_AI_VERSION, (
-        f"{python} has pydantic-ai-slim {version.stdout.strip()}"
-    )
-    return python
+    return pydantic_ai_python()
 
 
 def _run_tool(python: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, str(CORPUS_TOOL), *args], capture_output=True, text=True, timeout=300, check=False
-    )
+    return run_corpus_tool(python, *args)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,16 @@
+"""Durable ferrule agent runs on Temporal (https://temporal.io): the run is a Temporal workflow,
+model requests, tool calls and MCP calls are activities, approval pauses are signals and updates.
+
+`workflow_runner()` is the sandboxed runner in which ferrule's agent loop runs as workflow code.
+`ferrule.durable.temporal.testing` starts the real Temporal servers shipped by the
+`ferrule-temporal[testing]` extra, for tests that run without a network. `docs/durable.md` explains
+when to choose Temporal or DBOS and how to run a worker.
+"""
+
+from __future__ import annotations
+
+from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
+
+__version__ = "0.1.0"
+
+__all__ = ["PASSTHROUGH_MODULES", "workflow_runner", "__version__"]
