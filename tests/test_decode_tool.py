@@ -114,7 +114,7 @@ def test_missing_codec_package_fails_with_one_line(tmp_path: Path) -> None:
     path.write_bytes(b"{}")
     code = (
         "import sys; sys.path.insert(0, 'tools'); import decode; "
-        "decode.APIS['ghost'] = 'ferrule.providers.ghost.codec'; sys.exit(decode.main(sys.argv[1:]))"
+        "decode.APIS['ghost'] = 'ferrule.providers.ghost.codec:GhostCodec'; sys.exit(decode.main(sys.argv[1:]))"
     )
     err = assert_one_line_failure(run("--api", "ghost", str(path), code=code))
     assert "'ghost' codec is not installed (ferrule.providers.ghost.codec)" in err
@@ -125,8 +125,10 @@ def test_codec_bugs_are_reported_in_one_line_and_traceback_is_opt_in(tmp_path: P
     path.write_bytes(b"{}")
     code = (
         "import sys, types; sys.path.insert(0, 'tools'); import decode; "
-        "m = types.ModuleType('buggy'); m.decode_response = lambda body, model_name=None: {}['x']; "
-        "sys.modules['buggy'] = m; decode.APIS['buggy'] = 'buggy'; sys.exit(decode.main(sys.argv[1:]))"
+        "m = types.ModuleType('buggy'); "
+        "m.BuggyCodec = type('BuggyCodec', (), {'__init__': lambda self, model_name=None: None, "
+        "'decode': lambda self, body: {}['x']}); "
+        "sys.modules['buggy'] = m; decode.APIS['buggy'] = 'buggy:BuggyCodec'; sys.exit(decode.main(sys.argv[1:]))"
     )
     err = assert_one_line_failure(run("--api", "buggy", str(path), code=code))
     assert "codec bug: KeyError" in err

@@ -141,7 +141,10 @@ def test_uv_reinstalls_each_ferrule_distribution_and_passes_extra_arguments() ->
             "ferrule[nope]",
             "ferrule has no extra nope (wanted by the command line); its extras: all, anthropic",
         ),
-        ("ferrule-core[x]", "ferrule-core has no extra x (wanted by the command line); its extras: none"),
+        (
+            "ferrule-core[x]",
+            "ferrule-core has no extra x (wanted by the command line); its extras: conformance",
+        ),
         (
             "ferrule @ https://example.invalid/x.whl",
             "is not a requirement of the form NAME or NAME[EXTRA,...]",

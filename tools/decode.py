@@ -10,8 +10,10 @@ printed as `ferrule.core.history.dumps([response])`; when it cannot be decoded, 
 says why and the exit status is 1 (`--traceback` adds the traceback, for codec development).
 
 APIs: `ferrule-test` (ferrule's own test codec), `openai-chat`, `openai-responses`, `anthropic`,
-`gemini`. A provider's codec is imported only when asked for, so the tool works with whichever
-provider packages are installed.
+`gemini`. Each is a [`Codec`][ferrule.core.codec.Codec] class, made with `model_name=` and used
+through the protocol alone: `decode` for a buffered body, a `stream_decoder` fed every server-sent
+event for a stream. A provider's codec is imported only when asked for, so the tool works with
+whichever provider packages are installed.
 """
 
 from __future__ import annotations
@@ -20,18 +22,20 @@ import argparse
 import importlib
 import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ferrule.core.codec import Codec
 
 APIS: dict[str, str] = {
-    "ferrule-test": "ferrule.core._test_codec",
-    "openai-chat": "ferrule.providers.openai.chat_codec",
-    "openai-responses": "ferrule.providers.openai.responses_codec",
-    "anthropic": "ferrule.providers.anthropic.codec",
-    "gemini": "ferrule.providers.google.codec",
+    "ferrule-test": "ferrule.core._test_codec:FerruleTestCodec",
+    "openai-chat": "ferrule.providers.openai.chat_codec:ChatCodec",
+    "openai-responses": "ferrule.providers.openai.responses_codec:ResponsesCodec",
+    "anthropic": "ferrule.providers.anthropic.codec:AnthropicCodec",
+    "gemini": "ferrule.providers.google.codec:GoogleCodec",
 }
-"""Each API name and the module whose `decode_response` / `decode_stream` decode it."""
+"""Each API name and its codec class, as `module:class`."""
 
 _PACKAGES = {"openai": "ferrule-openai", "anthropic": "ferrule-anthropic", "google": "ferrule-google"}
 
@@ -44,8 +48,8 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _codec(api: str, stream: bool) -> Callable[..., Any]:
-    module_name = APIS[api]
+def _codec(api: str, model_name: str | None) -> Codec:
+    module_name, _, class_name = APIS[api].partition(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -59,21 +63,22 @@ def _codec(api: str, stream: bool) -> Callable[..., Any]:
                 f"the {api!r} codec is not installed ({module_name}); install {package}"
             ) from exc
         raise DecodeFailed(f"the {api!r} codec cannot be imported: missing module {exc.name!r}") from exc
-    function_name = "decode_stream" if stream else "decode_response"
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise DecodeFailed(f"{module_name} has no {function_name}(); it cannot decode {api!r} bodies")
-    return function
+    factory: Any = getattr(module, class_name, None)
+    if not callable(factory):
+        raise DecodeFailed(f"{module_name} has no codec {class_name}; it cannot decode {api!r} bodies")
+    # The registry names codec classes; what they make is checked by the protocol calls that follow.
+    return cast("Codec", factory(model_name=model_name))
 
 
 def decode(api: str, body: bytes, *, stream: bool = False, model_name: str | None = None) -> bytes:
     """Decode `body` with the `api` codec and return the response as ferrule history JSON."""
+    from ferrule.core import codec as codecs
     from ferrule.core import history
     from ferrule.core.errors import FerruleError
 
-    function = _codec(api, stream)
+    codec = _codec(api, model_name)
     try:
-        response = function(body, model_name=model_name)
+        response = codecs.decode_stream(codec.stream_decoder(), body) if stream else codec.decode(body)
     except FerruleError as exc:
         raise DecodeFailed(f"{api}: {exc}") from exc
     except Exception as exc:

@@ -2,28 +2,64 @@
 
 The recordings are data for conformance tests; they are never copied into this repository.
 Tests call [`cassette_root`][] and skip when the folder is absent, or fail under CI
-(`tests.support.shared`).
+(`tests.support.shared`). Reading and replaying them is `ferrule.core.conformance`'s.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
-import yaml
-
+from ferrule.core.conformance import Interaction, iter_cassettes, load_cassette
 from tests.support.shared import SHARED, missing_reason, require_shared, shared_path
 
+__all__ = [
+    "ANTHROPIC_FOLDERS",
+    "CASSETTES",
+    "GOOGLE_FOLDERS",
+    "OPENAI_FOLDERS",
+    "REPO_ROOT",
+    "SKIP_REASON",
+    "Interaction",
+    "cassette_root",
+    "iter_interactions",
+    "load",
+    "require_cassettes",
+]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The root of this repository."""
 
 CASSETTES = "cassettes/pydantic-ai"
 """The PydanticAI recordings, relative to the shared folder."""
 
 SKIP_REASON = missing_reason(SHARED / CASSETTES)
+
+OPENAI_FOLDERS = (
+    "models/cassettes/test_openai",
+    "models/cassettes/test_openai_responses",
+    "models/cassettes/test_openai_prompt_cache",
+    "models/cassettes/test_groq",
+    "models/cassettes/test_openrouter",
+    "models/cassettes/test_deepseek",
+    "models/cassettes/test_deepseek_responses",
+    "models/cassettes/test_huggingface",
+    "models/cassettes/test_zai",
+    "models/cassettes/test_tool_choice_matrix",
+    "models/openrouter",
+)
+"""The recordings of OpenAI's APIs and the OpenAI-compatible servers."""
+ANTHROPIC_FOLDERS = (
+    "models/cassettes/test_anthropic",
+    "models/cassettes/test_anthropic_mid_conversation_system",
+    "models/anthropic",
+)
+"""The recordings of the Anthropic Messages API."""
+GOOGLE_FOLDERS = ("models/cassettes/test_google", "models/google")
+"""The recordings of the Gemini API and Vertex AI."""
+
+load = load_cassette
+"""Load one cassette file."""
 
 
 def cassette_root() -> Path | None:
@@ -37,121 +73,9 @@ def require_cassettes() -> Path:
     return require_shared(CASSETTES)
 
 
-@dataclass(frozen=True)
-class Interaction:
-    """One recorded request/response pair."""
-
-    cassette: Path
-    """The YAML file it came from."""
-    index: int
-    """Its position in the cassette."""
-    method: str
-    """HTTP method of the request."""
-    uri: str
-    """Request URI."""
-    request_json: Any
-    """The parsed JSON request body, or `None`."""
-    request_text: str | None
-    """The raw request body when it was not JSON."""
-    status: int
-    """Response status code."""
-    response_headers: dict[str, str]
-    """Response headers (lower-case names, first value)."""
-    response_json: Any
-    """The parsed JSON response body, or `None` for streamed/raw bodies."""
-    response_text: str | None
-    """The raw response body (SSE text for streamed responses)."""
-
-    @property
-    def is_stream(self) -> bool:
-        """Whether the response is a server-sent event stream."""
-        ctype = self.response_headers.get("content-type", "")
-        return "event-stream" in ctype or (
-            self.response_text is not None and self.response_text.lstrip().startswith(("data:", "event:"))
-        )
-
-    @property
-    def response_bytes(self) -> bytes:
-        """The response body as bytes (JSON re-encoded when it was stored parsed)."""
-        if self.response_text is not None:
-            return self.response_text.encode()
-        return json.dumps(self.response_json).encode()
-
-    @property
-    def id(self) -> str:
-        """A readable test ID: `<dir>/<cassette>#<index>`."""
-        return f"{self.cassette.parent.name}/{self.cassette.stem}#{self.index}"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _first(value: Any) -> str:
-    if isinstance(value, list):
-        items = cast("list[Any]", value)
-        return str(items[0]) if items else ""
-    return str(value)
-
-
-def _body_text(body: Any) -> str | None:
-    if isinstance(body, dict):
-        body = _mapping(body).get("string")
-    if body is None:
-        return None
-    if isinstance(body, bytes):
-        return body.decode("utf-8", "replace")
-    return str(body)
-
-
-@functools.cache
-def load(path: Path) -> tuple[Interaction, ...]:
-    """Load one cassette file."""
-    with path.open("rb") as f:
-        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    out: list[Interaction] = []
-    items: Any = _mapping(data).get("interactions")
-    for i, item in enumerate(cast("list[Any]", items) if isinstance(items, list) else []):
-        req = _mapping(_mapping(item).get("request"))
-        resp = _mapping(_mapping(item).get("response"))
-        status = resp.get("status", {})
-        code = int(_mapping(status).get("code", 200)) if isinstance(status, dict) else int(status or 200)
-        headers = {str(k).lower(): _first(v) for k, v in _mapping(resp.get("headers")).items()}
-        response_json = resp.get("parsed_body")
-        response_text = None if response_json is not None else _body_text(resp.get("body"))
-        if response_text is not None and response_json is None and "json" in headers.get("content-type", ""):
-            try:
-                response_json = json.loads(response_text)
-                response_text = None
-            except ValueError:
-                pass
-        request_json = req.get("parsed_body")
-        request_text = None if request_json is not None else _body_text(req.get("body"))
-        out.append(
-            Interaction(
-                cassette=path,
-                index=i,
-                method=str(req.get("method", "")),
-                uri=str(req.get("uri", "")),
-                request_json=request_json,
-                request_text=request_text,
-                status=code,
-                response_headers=headers,
-                response_json=response_json,
-                response_text=response_text,
-            )
-        )
-    return tuple(out)
-
-
 def iter_interactions(*subdirs: str) -> Iterator[Interaction]:
     """Every interaction in the given folders under the shared root (recursively), in path order."""
     root = cassette_root()
     if root is None:
         return
-    for sub in subdirs:
-        folder = root / sub
-        if not folder.exists():
-            continue
-        for path in sorted(folder.rglob("*.yaml")):
-            yield from load(path)
+    yield from iter_cassettes(root, *subdirs)

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from ferrule.core.conformance import replay
 from ferrule.core.errors import BadRequestError, ProviderError
 from ferrule.core.messages import (
     BinaryContent,
@@ -38,15 +39,17 @@ from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefi
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.anthropic import codec
 from ferrule.providers.anthropic.profiles import anthropic_profile
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import (
+    ANTHROPIC_FOLDERS,
+    SKIP_REASON,
+    Interaction,
+    cassette_root,
+    iter_interactions,
+)
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-FOLDERS = (
-    "models/cassettes/test_anthropic",
-    "models/cassettes/test_anthropic_mid_conversation_system",
-    "models/anthropic",
-)
+FOLDERS = ANTHROPIC_FOLDERS
 
 # Interactions in these folders that are not Messages API responses, with the reason they are not
 # decoded here. Everything else must decode (or, for an error status, raise the mapped error).
@@ -89,9 +92,8 @@ BY_ID = {it.id: it for it in INTERACTIONS}
 
 
 def _decode(it: Interaction) -> ModelResponse:
-    if it.is_stream:
-        return codec.decode_stream(it.response_bytes)
-    return codec.decode_response(it.response_bytes)
+    """The recorded response through the codec (a stream checked as `replay` checks streams)."""
+    return replay(codec.AnthropicCodec(), it)
 
 
 # -- a digest of the recorded response, computed without ferrule -----------------------------------

@@ -14,14 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferrule.core.codec import completed_response
 from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.messages import ModelResponse
+from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-FOLDERS = ("models/cassettes/test_anthropic", "models/anthropic")
+FOLDERS = ANTHROPIC_FOLDERS
 
 
 def _seeds(stream: bool) -> list[bytes]:
@@ -233,8 +235,8 @@ def test_incremental_decoder_on_wrongly_shaped_events(events: list[dict[str, Any
     decoder = codec.StreamDecoder()
     try:
         for event in events:
-            decoder.feed(event["type"], json.dumps(event))
-        _, response = decoder.close()
+            decoder.feed(SseEvent(event=event["type"], data=json.dumps(event)))
+        response = completed_response(decoder.finish())
     except ResponseDecodeError:
         return
     assert isinstance(response, ModelResponse)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
-import sys
 
 import pytest
 
@@ -20,6 +18,7 @@ from ferrule.providers.anthropic.profiles import (
     model_profile,
     normalize_model_name,
 )
+from tests.support.imports import loaded_by
 
 
 @pytest.mark.parametrize(
@@ -152,6 +151,7 @@ def test_profile_override() -> None:
 
 def test_entry_point_builds_a_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     (entry,) = importlib.metadata.entry_points(group="ferrule.providers", name="anthropic")
+    assert entry.value == "ferrule.providers.anthropic._entry:anthropic"
     assert entry.load() is infer_model
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000")
     model = infer_model("claude-haiku-4-5")
@@ -162,10 +162,5 @@ def test_entry_point_builds_a_model_from_the_environment(monkeypatch: pytest.Mon
 
 
 def test_importing_the_package_is_cheap() -> None:
-    code = (
-        "import sys, ferrule.providers.anthropic as a\n"
-        "heavy = [m for m in ('httpx2', 'anyio', 'msgspec', 'ferrule.core.provider', 'ferrule.providers.anthropic._model') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == ""
+    heavy = ("httpx2", "anyio", "msgspec", "ferrule.core.provider", "ferrule.providers.anthropic._model")
+    assert loaded_by("import ferrule.providers.anthropic", heavy) == []

@@ -7,11 +7,11 @@ sent for it and checks that the stream decoder builds the same parts as the buff
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
-import msgspec
 import pytest
 
+from ferrule.core.conformance import assert_same_response, check_stream, feed_sse
 from ferrule.core.errors import (
     BadRequestError,
     ProviderError,
@@ -32,13 +32,14 @@ from ferrule.core.model import (
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    ResponseCompleted,
     TextPartDelta,
     ThinkingPartDelta,
     ToolCallPartDelta,
 )
-from ferrule.core.sse import SseParser
+from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
 
 START: dict[str, Any] = {
     "type": "message_start",
@@ -73,12 +74,13 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def run(*events: dict[str, Any]) -> tuple[list[ModelStreamEvent], ModelResponse]:
+    """Every event the decoder yields for `events` (the stream invariants checked), and the response."""
     decoder = codec.StreamDecoder(model_name="requested")
     out: list[ModelStreamEvent] = []
     for e in events:
-        out.extend(decoder.feed(e["type"], json.dumps(e)))
-    closing, response = decoder.close()
-    return out + closing, response
+        out.extend(decoder.feed(SseEvent(event=e["type"], data=json.dumps(e))))
+    out.extend(decoder.finish())
+    return out, check_stream(out)
 
 
 def block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +114,7 @@ def test_text_stream_events_and_response() -> None:
         PartDeltaEvent(0, TextPartDelta("Hel")),
         PartDeltaEvent(0, TextPartDelta("lo")),
         PartEndEvent(0, TextPart(content="Hello")),
+        ResponseCompleted(response),
     ]
     assert response.parts == [TextPart(content="Hello")]
     assert response.finish_reason == "stop"
@@ -282,9 +285,9 @@ def test_protocol_violations_and_truncation_raise(events: list[dict[str, Any]], 
 def test_malformed_event_data_raises() -> None:
     decoder = codec.StreamDecoder()
     with pytest.raises(ResponseDecodeError, match="not valid JSON"):
-        decoder.feed("message_start", '{"type": "message_start", "message": {')
+        decoder.feed(SseEvent(event="message_start", data='{"type": "message_start", "message": {'))
     with pytest.raises(ResponseDecodeError, match="not a JSON object"):
-        codec.StreamDecoder().feed("ping", "[1, 2]")
+        codec.StreamDecoder().feed(SseEvent(event="ping", data="[1, 2]"))
 
 
 def test_decode_stream_of_a_truncated_body_raises() -> None:
@@ -304,27 +307,8 @@ def test_awkward_chunk_boundaries_give_the_same_response(size: int) -> None:
     assert streamed
     for it in streamed:
         data = it.response_bytes
-        whole = codec.decode_stream(data)
-        parser = SseParser()
-        decoder = codec.StreamDecoder()
-        for start in range(0, len(data), size):
-            for event in parser.feed(data[start : start + size]):
-                decoder.feed(event.event, event.data)
-        for event in parser.close():
-            decoder.feed(event.event, event.data)
-        _, response = decoder.close()
-        assert _comparable(response) == _comparable(whole), it.id
-
-
-def _comparable(response: ModelResponse) -> Any:
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in cast("dict[str, Any]", value).items() if k != "timestamp"}
-        if isinstance(value, list):
-            return [strip(v) for v in cast("list[Any]", value)]
-        return value
-
-    return strip(msgspec.to_builtins(response))
+        response = check_stream(feed_sse(codec.StreamDecoder(), data, chunk_sizes=(size,)))
+        assert_same_response(response, codec.decode_stream(data))
 
 
 def _as_stream(body: dict[str, Any]) -> bytes:
@@ -369,16 +353,11 @@ def _as_stream(body: dict[str, Any]) -> bytes:
 @pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 def test_every_buffered_cassette_streams_to_the_same_parts() -> None:
     checked = 0
-    folders = (
-        "models/cassettes/test_anthropic",
-        "models/cassettes/test_anthropic_mid_conversation_system",
-        "models/anthropic",
-    )
-    for it in iter_interactions(*folders):
+    for it in iter_interactions(*ANTHROPIC_FOLDERS):
         if it.is_stream or it.status != 200 or not it.uri.split("?")[0].endswith("/v1/messages"):
             continue
         buffered = codec.decode_response(it.response_bytes)
-        streamed = codec.decode_stream(_as_stream(it.response_json))
-        assert _comparable(streamed) == _comparable(buffered), it.id
+        streamed = check_stream(feed_sse(codec.StreamDecoder(), _as_stream(it.response_json)))
+        assert_same_response(streamed, buffered)
         checked += 1
     assert checked >= 140

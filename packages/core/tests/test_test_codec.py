@@ -4,8 +4,10 @@ import msgspec
 import pytest
 
 from ferrule.core import _test_codec as codec
+from ferrule.core.conformance import AWKWARD_CHUNK_SIZES, assert_same_response, check_stream, feed_sse
 from ferrule.core.errors import ResponseDecodeError
-from ferrule.core.messages import ModelResponse, TextPart
+from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
+from ferrule.core.model import ModelCall
 
 
 def test_buffered_body_is_a_ferrule_response() -> None:
@@ -38,3 +40,15 @@ def test_incomplete_or_malformed_streams_raise_instead_of_empty_success(data: by
 def test_malformed_body_raises() -> None:
     with pytest.raises(ResponseDecodeError, match="invalid response body"):
         codec.decode_response(b"[]")
+
+
+def test_the_codec_keeps_the_stream_contract() -> None:
+    data = b'data: "a"\n\ndata: "b"\n\nevent: done\ndata: {"finish_reason": "stop"}\n\n'
+    made = codec.FerruleTestCodec(model_name="m")
+    events = feed_sse(made.stream_decoder(), data, chunk_sizes=AWKWARD_CHUNK_SIZES)
+    response = check_stream(events)
+    assert (response.text, response.model_name, response.finish_reason) == ("ab", "m", "stop")
+    assert_same_response(response, codec.decode_stream(data, model_name="m"))
+    call = ModelCall(messages=[ModelRequest.user_text_prompt("hi")], instructions="be brief")
+    sent = msgspec.json.decode(made.encode(call, stream=True).body)
+    assert (sent["stream"], sent["call"]["instructions"]) == (True, "be brief")

@@ -32,6 +32,7 @@ from ferrule.providers.google.codec import (
     decode_stream,
     map_finish_reason,
 )
+from tests.support.sse import sse_body, sse_event
 
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
 
@@ -46,7 +47,7 @@ def body(parts: list[dict[str, Any]], finish: str | None = "STOP", **extra: Any)
 
 
 def sse(*chunks: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
+    return sse_body(*chunks, line_break="\r\n")
 
 
 def chunk(
@@ -146,11 +147,11 @@ def test_signed_text_after_signed_text_starts_a_new_part() -> None:
 
 def test_stream_events_follow_the_contract() -> None:
     decoder = StreamDecoder(model_name="m")
-    events = decoder.feed(json.dumps(chunk([{"text": "Hi", "thought": True}])))
-    events += decoder.feed(json.dumps(chunk([{"text": "Hel"}])))
-    events += decoder.feed(b"  ")  # keep-alive noise is ignored
+    events = decoder.feed(sse_event(chunk([{"text": "Hi", "thought": True}])))
+    events += decoder.feed(sse_event(chunk([{"text": "Hel"}])))
+    events += decoder.feed(sse_event("  "))  # keep-alive noise is ignored
     events += decoder.feed(
-        json.dumps(
+        sse_event(
             chunk([{"text": "lo"}, {"functionCall": {"name": "f", "args": {}}}], finish="STOP", usage=USAGE)
         )
     )
@@ -179,7 +180,7 @@ def test_stream_events_follow_the_contract() -> None:
     with pytest.raises(ResponseDecodeError, match="already finished"):
         decoder.finish()
     with pytest.raises(ResponseDecodeError, match="after the response was completed"):
-        decoder.feed(json.dumps(chunk([{"text": "late"}])))
+        decoder.feed(sse_event(chunk([{"text": "late"}])))
 
 
 def test_usage_is_the_last_reported_and_normalized() -> None:
@@ -391,9 +392,9 @@ def test_stream_event_limit_exactly_and_one_past() -> None:
     limit = bounded_json.STREAM_EVENT.max_bytes
     room = limit - len(json.dumps(chunk([{"text": ""}])))
     decoder = StreamDecoder()
-    decoder.feed(json.dumps(chunk([{"text": "x" * room}])))
+    decoder.feed(sse_event(chunk([{"text": "x" * room}])))
     with pytest.raises(ResponseDecodeError, match="max_bytes"):
-        StreamDecoder().feed(json.dumps(chunk([{"text": "x" * (room + 1)}])))
+        StreamDecoder().feed(sse_event(chunk([{"text": "x" * (room + 1)}])))
 
 
 def test_native_parts() -> None:

@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferrule.core.conformance import check_stream, feed_sse
 from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
-from ferrule.core.model import ResponseCompleted
-from ferrule.core.sse import SseParser
 from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
-from tests.support.cassettes import cassette_root, iter_interactions
+from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
 
 MAX_SEED_BYTES = 48 * 1024
 FUZZ = settings(
@@ -33,7 +32,7 @@ FUZZ = settings(
 def _seeds() -> tuple[list[bytes], list[bytes]]:
     buffered: list[bytes] = []
     streamed: list[bytes] = []
-    for it in iter_interactions("models/cassettes/test_google", "models/google"):
+    for it in iter_interactions(*GOOGLE_FOLDERS):
         if "enerateContent" not in it.uri:
             continue
         data = it.response_bytes
@@ -198,25 +197,13 @@ def test_streamed_bytes(data: bytes) -> None:
 @FUZZ
 @given(st.sampled_from(STREAMED), st.lists(st.integers(1, 200), min_size=1, max_size=40), st.integers(0, 3))
 def test_streamed_incrementally(data: bytes, sizes: list[int], cut: int) -> None:
-    """The incremental path (SSE parser + StreamDecoder) with any chunking, possibly cut short."""
+    """The incremental path (SSE parser + StreamDecoder) with any chunking, possibly cut short; a
+    stream that decodes keeps the stream invariants."""
     if cut:
         data = data[: len(data) * cut // 4]
 
     def run(data: bytes) -> Any:
-        parser = SseParser()
-        decoder = StreamDecoder()
-        position = 0
-        for size in sizes * (len(data) // max(sum(sizes), 1) + 1):
-            if position >= len(data):
-                break
-            for event in parser.feed(data[position : position + size]):
-                decoder.feed(event.data)
-            position += size
-        for event in parser.close():
-            decoder.feed(event.data)
-        final = decoder.finish()[-1]
-        assert isinstance(final, ResponseCompleted)
-        return final.response
+        return check_stream(feed_sse(StreamDecoder(), data, chunk_sizes=sizes))
 
     _check(run, data)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib.metadata import entry_points
 
 import pytest
@@ -22,6 +20,7 @@ from ferrule.providers.google import (
     regional_api_base,
 )
 from ferrule.providers.google import vertex as vertex_module
+from tests.support.imports import loaded_by
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"
 
@@ -252,11 +251,11 @@ def test_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
         if e.value.startswith("ferrule.providers.google")
     }
     assert {name: e.value for name, e in found.items()} == {
-        "google-gla": "ferrule.providers.google:infer_model",
-        "gemini": "ferrule.providers.google:infer_model",
-        "google-vertex": "ferrule.providers.google.vertex:infer_model",
+        "google-gla": "ferrule.providers.google._entry:google_gla",
+        "gemini": "ferrule.providers.google._entry:gemini",
+        "google-vertex": "ferrule.providers.google._entry:google_vertex",
     }
-    assert found["google-gla"].load() is infer_model
+    assert found["google-gla"].load() is found["gemini"].load() is infer_model
     assert found["google-vertex"].load() is vertex_module.infer_model
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -278,11 +277,5 @@ def test_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_import_is_cheap() -> None:
-    code = (
-        "import sys\n"
-        "import ferrule.providers.google\n"
-        "assert 'httpx2' not in sys.modules and 'msgspec' not in sys.modules, sorted(sys.modules)\n"
-        "import ferrule.providers.google.codec\n"
-        "assert 'httpx2' not in sys.modules and 'anyio' not in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert loaded_by("import ferrule.providers.google", ("httpx2", "msgspec")) == []
+    assert loaded_by("import ferrule.providers.google.codec", ("httpx2", "anyio")) == []

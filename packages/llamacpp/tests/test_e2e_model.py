@@ -33,7 +33,7 @@ from ferrule.core.model import (
 )
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.llamacpp import LlamaCppServer, infer_model, shutdown_shared_servers
-from ferrule.providers.llamacpp._entry import LocalLlamaCppModel
+from ferrule.providers.llamacpp._model import LocalLlamaCppModel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

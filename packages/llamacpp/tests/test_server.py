@@ -203,6 +203,7 @@ def test_entry_point_is_registered() -> None:
     from importlib.metadata import entry_points
 
     [entry] = [e for e in entry_points(group="ferrule.providers") if e.name == "llamacpp"]
+    assert entry.value == "ferrule.providers.llamacpp._entry:llamacpp"
     assert entry.load() is infer_model
 
 

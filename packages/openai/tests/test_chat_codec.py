@@ -44,6 +44,7 @@ from ferrule.core.model import (
     ToolDefinition,
 )
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
+from ferrule.core.sse import SseEvent, SseParser
 from ferrule.providers.openai import chat_codec
 from ferrule.providers.openai.profiles import (
     ChatDialect,
@@ -569,8 +570,8 @@ def test_stream_text_thinking_tools_and_usage() -> None:
     )
     decoder = chat_codec.ChatStreamDecoder(provider_name="deepseek")
     events: list[ModelStreamEvent] = []
-    for event in chat_codec.iter_sse_payloads(data):
-        events.extend(decoder.feed_event(event))
+    for event in SseParser().feed(data):
+        events.extend(decoder.feed(event))
     events.extend(decoder.finish())
     assert sum(isinstance(e, PartStartEvent) for e in events) == 4
     final = events[-1]
@@ -606,11 +607,15 @@ def test_stream_calls_sharing_index_zero_with_distinct_ids() -> None:
 def test_stream_tool_call_without_id_gets_one_at_start() -> None:
     decoder = chat_codec.ChatStreamDecoder()
     events = decoder.feed(
-        json.dumps(delta({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "{}"}}]}))
+        SseEvent(
+            data=json.dumps(
+                delta({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "{}"}}]})
+            )
+        )
     )
     start_delta = next(e for e in events if isinstance(e, PartDeltaEvent))
     assert start_delta.delta.tool_call_id  # type: ignore[union-attr]
-    decoder.feed(json.dumps(delta({}, "stop")))
+    decoder.feed(SseEvent(data=json.dumps(delta({}, "stop"))))
     completed = decoder.finish()[-1]
     assert isinstance(completed, ResponseCompleted)
     assert completed.response.tool_calls[0].tool_call_id == start_delta.delta.tool_call_id  # type: ignore[union-attr]
@@ -646,12 +651,12 @@ def test_data_after_done_and_finish_twice() -> None:
     with pytest.raises(ResponseDecodeError, match="after \\[DONE\\]"):
         chat_codec.decode_stream(b"data: [DONE]\n\n" + sse(delta({"content": "x"})))
     decoder = chat_codec.ChatStreamDecoder()
-    decoder.feed("[DONE]")
+    decoder.feed(SseEvent(data="[DONE]"))
     decoder.finish()
     with pytest.raises(ResponseDecodeError):
         decoder.finish()
     with pytest.raises(ResponseDecodeError):
-        decoder.feed("[DONE]")
+        decoder.feed(SseEvent(data="[DONE]"))
 
 
 def test_stream_error_chunk() -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import urlparse
 
 import msgspec
 import pytest
 
+from ferrule.core.conformance import replay
 from ferrule.core.errors import (
     BadRequestError,
     ProviderError,
@@ -52,23 +54,11 @@ from ferrule.providers.openai.profiles import (
     openai_chat_profile,
     openai_responses_profile,
 )
-from tests.support.cassettes import SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-DIRS = (
-    "models/cassettes/test_openai",
-    "models/cassettes/test_openai_responses",
-    "models/cassettes/test_openai_prompt_cache",
-    "models/cassettes/test_groq",
-    "models/cassettes/test_openrouter",
-    "models/cassettes/test_deepseek",
-    "models/cassettes/test_deepseek_responses",
-    "models/cassettes/test_huggingface",
-    "models/cassettes/test_zai",
-    "models/cassettes/test_tool_choice_matrix",
-    "models/openrouter",
-)
+DIRS = OPENAI_FOLDERS
 
 
 def api_of(uri: str) -> str | None:
@@ -124,10 +114,9 @@ EXPECTED_DECODE_ERRORS: dict[str, tuple[type[ProviderError], str]] = {
 
 
 def decode(it: Interaction) -> ModelResponse:
-    codec: Any = chat_codec if api_of(it.uri) == "chat" else responses_codec
-    if it.is_stream:
-        return codec.decode_stream(it.response_bytes)
-    return codec.decode_response(it.response_bytes)
+    """The recorded response through its codec (a stream checked as `replay` checks streams)."""
+    codec = chat_codec.ChatCodec() if api_of(it.uri) == "chat" else responses_codec.ResponsesCodec()
+    return replay(codec, it)
 
 
 def test_the_walk_covers_both_apis_buffered_and_streamed() -> None:
@@ -566,9 +555,27 @@ def test_request_native_json_schema_output_chat() -> None:
     assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
 
 
-def _data_uri_bytes(uri: str) -> tuple[bytes, str]:
+def _from_data_uri(uri: str) -> BinaryContent:
     head, _, data = uri.partition(",")
-    return base64.b64decode(data), head.removeprefix("data:").split(";")[0]
+    return BinaryContent(data=base64.b64decode(data), media_type=head.removeprefix("data:").split(";")[0])
+
+
+def _image(block: dict[str, Any]) -> BinaryContent:
+    return _from_data_uri(block["image_url"]["url"])
+
+
+def _pdf(block: dict[str, Any]) -> BinaryContent:
+    return _from_data_uri(block["file"]["file_data"])
+
+
+def _text_file(block: dict[str, Any]) -> BinaryContent:
+    # The codec wraps an inlined text file in a header and a footer line; the file is what is between.
+    text: str = block["text"].split("\n", 1)[1].rsplit("\n", 1)[0]
+    return BinaryContent(data=text.encode(), media_type="text/plain")
+
+
+def _audio(block: dict[str, Any]) -> BinaryContent:
+    return BinaryContent(data=base64.b64decode(block["input_audio"]["data"]), media_type="audio/mpeg")
 
 
 def _user_call(*content: str | BinaryContent) -> ModelCall:
@@ -576,39 +583,26 @@ def _user_call(*content: str | BinaryContent) -> ModelCall:
     return ModelCall(messages=[ModelRequest(parts=[UserPromptPart(content=list(content))])])
 
 
-def test_request_binary_image_chat() -> None:
-    it = BY_ID["test_openai/test_image_as_binary_content_input#0"]
-    content = it.request_json["messages"][0]["content"]
-    data, media_type = _data_uri_bytes(content[1]["image_url"]["url"])
-    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type=media_type))
-    assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
-
-
-def test_request_binary_pdf_chat() -> None:
-    it = BY_ID["test_openai/test_document_as_binary_content_input#0"]
-    content = it.request_json["messages"][0]["content"]
-    data, media_type = _data_uri_bytes(content[1]["file"]["file_data"])
-    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type=media_type))
-    assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
-
-
-def test_request_text_document_is_inlined_chat() -> None:
-    it = BY_ID["test_openai/test_text_document_as_binary_content_input#0"]
-    content = it.request_json["messages"][0]["content"]
-    inlined = content[1]["text"]
-    text = inlined.split("\n", 1)[1].rsplit("\n", 1)[0]
-    call = _user_call(content[0]["text"], BinaryContent(data=text.encode(), media_type="text/plain"))
-    assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
-
-
-def test_request_binary_audio_chat() -> None:
-    it = BY_ID["test_openai/test_audio_as_binary_content_input#0"]
-    content = it.request_json["messages"][0]["content"]
-    data = base64.b64decode(content[1]["input_audio"]["data"])
-    call = _user_call(content[0]["text"], BinaryContent(data=data, media_type="audio/mpeg"))
-    model = "gpt-4o-audio-preview"
-    assert "audio" in openai_chat_profile(model).profile.content_kinds
-    assert chat_body(call, model, openai_chat_profile(model).dialect) == normalize(it.request_json)
+@pytest.mark.parametrize(
+    ("name", "model", "item"),
+    [
+        ("image_as_binary_content_input", "gpt-4o", _image),
+        ("document_as_binary_content_input", "gpt-4o", _pdf),
+        ("text_document_as_binary_content_input", "gpt-4o", _text_file),
+        ("audio_as_binary_content_input", "gpt-4o-audio-preview", _audio),
+    ],
+)
+def test_request_binary_content_chat(
+    name: str, model: str, item: Callable[[dict[str, Any]], BinaryContent]
+) -> None:
+    """Images, PDFs and audio are sent as data, a text file is inlined as text, as recorded."""
+    it = BY_ID[f"test_openai/test_{name}#0"]
+    text, block = it.request_json["messages"][0]["content"]
+    binary = item(block)
+    profile = openai_chat_profile(model)
+    if binary.is_audio:
+        assert "audio" in profile.profile.content_kinds
+    assert chat_body(_user_call(text["text"], binary), model, profile.dialect) == normalize(it.request_json)
 
 
 def test_request_image_from_tool_result_chat() -> None:

@@ -21,20 +21,11 @@ from hypothesis import strategies as st
 from ferrule.core.errors import ProviderError, ResponseDecodeError
 from ferrule.core.messages import ModelResponse
 from ferrule.providers.openai import chat_codec, responses_codec
-from tests.support.cassettes import SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
-DIRS = (
-    "models/cassettes/test_openai",
-    "models/cassettes/test_openai_responses",
-    "models/cassettes/test_groq",
-    "models/cassettes/test_openrouter",
-    "models/cassettes/test_deepseek",
-    "models/cassettes/test_deepseek_responses",
-    "models/cassettes/test_zai",
-    "models/cassettes/test_tool_choice_matrix",
-)
+DIRS = OPENAI_FOLDERS
 MAX_SEED_BYTES = 64 * 1024  # keeps each example fast; large bodies add nothing the small ones lack
 
 

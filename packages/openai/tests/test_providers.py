@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
-import sys
 from typing import Any
 
 import msgspec
@@ -39,6 +37,7 @@ from ferrule.providers.openai import (
 from ferrule.providers.openai._entry import PREFIXES
 from ferrule.providers.openai.profiles import UNKNOWN, openai_chat_profile, openai_responses_profile
 from ferrule.providers.openai.strict_schema import StrictSchemaError
+from tests.support.imports import loaded_by
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -273,7 +272,9 @@ def test_strict_schema_error_is_a_user_error() -> None:
 def test_entry_points_are_registered() -> None:
     names = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="ferrule.providers")}
     for prefix in PREFIXES:
-        assert names[prefix] == f"ferrule.providers.openai._infer.{prefix.replace('-', '_')}:infer_model"
+        assert names[prefix] == f"ferrule.providers.openai._entry:{prefix.replace('-', '_')}"
+    loaded = importlib.metadata.entry_points(group="ferrule.providers", name="openai-chat")
+    assert [ep.load().__name__ for ep in loaded] == ["openai_chat"]
 
 
 def test_infer_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,10 +300,5 @@ def test_infer_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_import_is_cheap() -> None:
-    code = (
-        "import sys; import ferrule.providers.openai as m; "
-        "heavy = [n for n in ('httpx2', 'anyio', 'ferrule.core.provider', 'ferrule.providers.openai.chat_codec') if n in sys.modules]; "
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    heavy = ("httpx2", "anyio", "ferrule.core.provider", "ferrule.providers.openai.chat_codec")
+    assert loaded_by("import ferrule.providers.openai", heavy) == []

@@ -47,6 +47,7 @@ from ferrule.core.model import (
     ToolDefinition,
 )
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
+from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import responses_codec
 from ferrule.providers.openai.profiles import ResponsesDialect, openai_responses_profile
 
@@ -542,7 +543,7 @@ def test_stream_matches_buffered() -> None:
     decoder = responses_codec.ResponsesStreamDecoder()
     events: list[ModelStreamEvent] = []
     for event in stream_events():
-        events.extend(decoder.feed(json.dumps(event)))
+        events.extend(decoder.feed(SseEvent(data=json.dumps(event))))
     events.extend(decoder.finish())
     final = events[-1]
     assert isinstance(final, ResponseCompleted)

@@ -21,7 +21,18 @@ import math
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeAlias, TypedDict, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Literal,
+    ParamSpec,
+    Self,
+    TypeAlias,
+    TypedDict,
+    TypeVar,
+    Unpack,
+)
 
 import anyio
 import httpx2
@@ -247,26 +258,20 @@ class Provider:
         path: str,
         *,
         content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        params: QueryParams | None = None,
-        deadline: float | None = None,
-        model_name: str | None = None,
-        timeouts: Timeouts | None = None,
-        error_body: ErrorBodyPolicy | None = None,
         on_redirect: Literal["reject", "return"] = "reject",
+        **options: Unpack[RequestOptions],
     ) -> HttpResponse:
         """Send a request to `base_url + path` and return the complete, decompressed response.
 
-        `deadline` is an absolute `anyio.current_time()` value that tightens `timeouts.total`.
+        `options` are the per-request [`RequestOptions`][ferrule.core.provider.RequestOptions]
+        (headers, query parameters, the caller's deadline, timeouts, error-body policy).
         Raises `ResponseTooLargeError` past `limits.max_response_bytes`, the mapped
         `ProviderError` subclass for a non-2xx status, `ProviderTimeoutError` and
         `ProviderConnectionError` for transport failures. A 3xx redirect is never followed: it
         raises `BadRequestError`, or with `on_redirect="return"` is returned for the caller to
         inspect (with at most `max_error_body_bytes` of body).
         """
-        call = self._prepare(
-            method, path, content, headers, params, deadline, model_name, timeouts, error_body
-        )
+        call = self._prepare(method, path, content, options)
         response = await call.send()
         reader = _BodyReader(call, response)
         try:
@@ -288,12 +293,7 @@ class Provider:
         path: str,
         *,
         content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        params: QueryParams | None = None,
-        deadline: float | None = None,
-        model_name: str | None = None,
-        timeouts: Timeouts | None = None,
-        error_body: ErrorBodyPolicy | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AsyncGenerator[AsyncIterator[SseEvent], None]:
         """Open a streamed request and iterate its server-sent events as they arrive.
 
@@ -303,11 +303,10 @@ class Provider:
         `ProviderConnectionError`, silence longer than `timeouts.read` raises
         `ProviderTimeoutError`, and a line or event over the limits raises `ResponseTooLargeError`.
         """
+        headers = options.get("headers")
         if headers is None or not any(k.lower() == "accept" for k in headers):
-            headers = {**(headers or {}), "accept": "text/event-stream"}
-        call = self._prepare(
-            method, path, content, headers, params, deadline, model_name, timeouts, error_body
-        )
+            options["headers"] = {**(headers or {}), "accept": "text/event-stream"}
+        call = self._prepare(method, path, content, options)
         async with call.open() as reader:
             parser = SseParser(self.limits.max_stream_line_bytes, self.limits.max_stream_event_bytes)
             yield _SseIterator(reader, parser)
@@ -319,21 +318,14 @@ class Provider:
         path: str,
         *,
         content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        params: QueryParams | None = None,
-        deadline: float | None = None,
-        model_name: str | None = None,
-        timeouts: Timeouts | None = None,
-        error_body: ErrorBodyPolicy | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AsyncGenerator[AsyncIterator[bytes], None]:
         """Like `stream_sse`, but iterate the body's non-empty lines (for NDJSON streams).
 
         Lines are split on LF, a trailing CR is removed, and each line is at most
         `limits.max_stream_line_bytes` long.
         """
-        call = self._prepare(
-            method, path, content, headers, params, deadline, model_name, timeouts, error_body
-        )
+        call = self._prepare(method, path, content, options)
         async with call.open() as reader:
             yield _LineIterator(reader, self.limits.max_stream_line_bytes)
 
@@ -344,17 +336,10 @@ class Provider:
         path: str,
         *,
         content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        params: QueryParams | None = None,
-        deadline: float | None = None,
-        model_name: str | None = None,
-        timeouts: Timeouts | None = None,
-        error_body: ErrorBodyPolicy | None = None,
+        **options: Unpack[RequestOptions],
     ) -> AsyncGenerator[AsyncIterator[bytes], None]:
         """Like `stream_sse`, but iterate the decompressed body in chunks as they arrive (each ≤ 1 MiB)."""
-        call = self._prepare(
-            method, path, content, headers, params, deadline, model_name, timeouts, error_body
-        )
+        call = self._prepare(method, path, content, options)
         async with call.open() as reader:
             yield _ChunkIterator(reader)
 
@@ -415,18 +400,10 @@ class Provider:
             self._client_loop = loop
         return self._client
 
-    def _prepare(
-        self,
-        method: str,
-        path: str,
-        content: bytes | None,
-        headers: Mapping[str, str] | None,
-        params: QueryParams | None,
-        deadline: float | None,
-        model_name: str | None,
-        timeouts: Timeouts | None,
-        error_body: ErrorBodyPolicy | None,
-    ) -> _Call:
+    def _prepare(self, method: str, path: str, content: bytes | None, options: RequestOptions) -> _Call:
+        headers = options.get("headers")
+        params = options.get("params")
+        deadline = options.get("deadline")
         url = self.url_policy.check(self.base_url + "/" + path.lstrip("/"))
         if url_origin(url) != self._origin:
             raise UrlPolicyError(
@@ -447,7 +424,7 @@ class Provider:
             )
         if content is not None and "content-type" not in merged:
             merged["content-type"] = "application/json"
-        timeouts = timeouts or self.timeouts
+        timeouts = options.get("timeouts") or self.timeouts
         client = self._http_client()
         try:
             request = client.build_request(
@@ -473,9 +450,9 @@ class Provider:
             client=client,
             request=request,
             url=url,
-            model_name=model_name,
+            model_name=options.get("model_name"),
             timeouts=timeouts,
-            error_body=error_body or self.error_body,
+            error_body=options.get("error_body") or self.error_body,
             extra_secrets=tuple(extra_secrets),
             start=now,
             deadline=end,

@@ -13,10 +13,12 @@ family profiles are in [`ferrule.providers.anthropic.profiles`][ferrule.provider
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._entry import infer_model
     from ._model import AnthropicModel
     from ._provider import (
         AnthropicFile,
@@ -45,33 +47,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AnthropicModel": "._model",
-    "AnthropicFile": "._provider",
-    "AnthropicModelInfo": "._provider",
-    "AnthropicProvider": "._provider",
-    "DiscoveryLimits": "._provider",
-    "FileLimits": "._provider",
-    "FileNotDownloadableError": "._provider",
-    "AnthropicProfile": ".profiles",
-    "anthropic_profile": ".profiles",
+    "infer_model": "_entry",
+    "AnthropicModel": "_model",
+    "AnthropicFile": "_provider",
+    "AnthropicModelInfo": "_provider",
+    "AnthropicProvider": "_provider",
+    "DiscoveryLimits": "_provider",
+    "FileLimits": "_provider",
+    "FileNotDownloadableError": "_provider",
+    "AnthropicProfile": "profiles",
+    "anthropic_profile": "profiles",
 }
 
 
-def infer_model(model_name: str) -> AnthropicModel:
-    """The `anthropic:<model>` entry point: a model whose provider reads `ANTHROPIC_API_KEY`.
-
-    Raises `UserError` naming the variable when it is not set.
-    """
-    from ._model import AnthropicModel
-    from ._provider import AnthropicProvider
-
-    return AnthropicModel(model_name, provider=AnthropicProvider())
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.anthropic' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

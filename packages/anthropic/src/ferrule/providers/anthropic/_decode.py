@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Final, cast
 
 from ferrule.core import bounded_json
+from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import (
     ERROR_CLASSES,
     ErrorCategory,
@@ -28,8 +29,8 @@ from ferrule.core.messages import (
     ThinkingPart,
     ToolCallPart,
 )
-from ferrule.core.model import ModelStreamEvent, PartEndEvent
-from ferrule.core.sse import SseParser
+from ferrule.core.model import ModelStreamEvent, PartEndEvent, ResponseCompleted
+from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
@@ -419,10 +420,12 @@ class _Block:
 class StreamDecoder:
     """Incrementally maps the Messages API's server-sent events to ferrule stream events.
 
-    Feed each event with [`feed`][ferrule.providers.anthropic.codec.StreamDecoder.feed]; at the end
-    of the body call [`close`][ferrule.providers.anthropic.codec.StreamDecoder.close], which returns
-    the last part-end events and the complete response, or raises `ResponseDecodeError` when the
-    stream ended before `message_stop`. An `error` event raises its mapped `ProviderError`.
+    A [`StreamDecoder`][ferrule.core.codec.StreamDecoder]: feed each event with
+    [`feed`][ferrule.providers.anthropic.codec.StreamDecoder.feed]; at the end of the body call
+    [`finish`][ferrule.providers.anthropic.codec.StreamDecoder.finish], which returns the last
+    part-end events and the `ResponseCompleted`, or raises `ResponseDecodeError` when the stream
+    ended before `message_stop`. An `error` event raises its mapped `ProviderError`. Once
+    `message_stop` has arrived (`done`) the rest of the stream is ignored.
     """
 
     def __init__(self, *, model_name: str | None = None, provider_url: str | None = None) -> None:
@@ -442,10 +445,11 @@ class StreamDecoder:
         self._response_id: str | None = None
         self._reported_model: str | None = None
 
-    def feed(self, event: str, data: str) -> list[ModelStreamEvent]:
-        """Process one server-sent event (its `event` name and `data`); returns the events it yields."""
+    def feed(self, sse: SseEvent) -> list[ModelStreamEvent]:
+        """Process one server-sent event; returns the events it yields."""
         if self.done:
             return []  # nothing after message_stop can change the response
+        event, data = sse.event, sse.data
         try:
             payload = bounded_json.decode(data, limits=bounded_json.STREAM_EVENT)
         except bounded_json.JsonError as exc:
@@ -486,8 +490,8 @@ class StreamDecoder:
             return []
         return []  # an event type this client does not know yet
 
-    def close(self) -> tuple[list[ModelStreamEvent], ModelResponse]:
-        """End of the stream: the closing part-end events and the complete response."""
+    def finish(self) -> list[ModelStreamEvent]:
+        """End of the stream: the closing part-end events, then the `ResponseCompleted`."""
         if not self.done:
             what = "before message_start" if not self._started else "before message_stop"
             raise _fail(
@@ -507,7 +511,8 @@ class StreamDecoder:
             finish_reason=finish_reason(self._stop_reason),
             state="suspended" if self._stop_reason == "pause_turn" else "complete",
         )
-        return events, response
+        events.append(ResponseCompleted(response))
+        return events
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -687,10 +692,4 @@ def decode_stream(
     data: bytes, *, model_name: str | None = None, provider_url: str | None = None
 ) -> ModelResponse:
     """Decode the raw SSE body of a streamed Messages API response through the stream decoder."""
-    parser = SseParser()
-    decoder = StreamDecoder(model_name=model_name, provider_url=provider_url)
-    for event in [*parser.feed(data), *parser.close()]:
-        decoder.feed(event.event, event.data)
-        if decoder.done:
-            break
-    return decoder.close()[1]
+    return _decode_sse(StreamDecoder(model_name=model_name, provider_url=provider_url), data)

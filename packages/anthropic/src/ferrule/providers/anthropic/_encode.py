@@ -15,6 +15,7 @@ from typing import Any, Final, assert_never, cast
 
 import msgspec
 
+from ferrule.core.codec import WireRequest
 from ferrule.core.errors import UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
@@ -144,11 +145,12 @@ _WEB_FETCH_OPTIONS: Final = frozenset(
 _DOCUMENT_METADATA: Final = frozenset({"title", "context", "citations"})
 
 
-class EncodedRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A Messages API request ready to send: its JSON body and the beta features it needs."""
+class EncodedRequest(WireRequest, frozen=True, kw_only=True):
+    """A Messages API request ready to send: its JSON body and the beta features it needs.
 
-    body: bytes
-    """The JSON request body."""
+    `headers` holds the `anthropic-beta` header of `betas`, when there are any.
+    """
+
     betas: frozenset[str] = frozenset()
     """Values for the `anthropic-beta` header, needed by features this request uses."""
     max_tokens: int
@@ -168,8 +170,12 @@ def encode_request(
     """
     encoder = _Encoder(call, model_name, profile)
     body = encoder.build(stream)
+    betas = frozenset(encoder.betas)
     return EncodedRequest(
-        body=msgspec.json.encode(body), betas=frozenset(encoder.betas), max_tokens=body["max_tokens"]
+        body=msgspec.json.encode(body),
+        headers={"anthropic-beta": ",".join(sorted(betas))} if betas else {},
+        betas=betas,
+        max_tokens=body["max_tokens"],
     )
 
 

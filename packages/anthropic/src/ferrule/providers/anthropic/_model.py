@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
 from typing import Final
 
 import msgspec
 
+from ferrule.core.codec import CodecModel, StreamDecoder, WireRequest
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
-from ferrule.core.model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
+from ferrule.core.model import Model, ModelCall
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import RequestOptions
-from ferrule.core.redaction import Redactor
+from ferrule.core.provider import QueryParams
 from ferrule.core.settings import ModelSettings, validate_request_headers
 
-from ._decode import StreamDecoder, decode_response
-from ._encode import PROVIDER_NAME, EncodedRequest, encode_request
+from . import _decode
+from ._encode import PROVIDER_NAME, EncodedRequest
 from ._provider import AnthropicProvider
+from .codec import AnthropicCodec
 from .profiles import AnthropicProfile, anthropic_profile
 
 __all__ = ["STREAMING_MAX_TOKENS", "AnthropicModel"]
@@ -29,7 +29,7 @@ STREAMING_MAX_TOKENS: Final = 21_333
 non-streaming call that may generate this much can outlast the API's ten-minute limit."""
 
 
-class AnthropicModel(Model):
+class AnthropicModel(CodecModel[AnthropicProvider]):
     """A Claude model on the Anthropic Messages API, buffered (`request`) and streamed (`stream`).
 
     The profile comes from the model family (fail-closed for unknown names) unless one is given.
@@ -46,20 +46,15 @@ class AnthropicModel(Model):
     ) -> None:
         if not model_name:
             raise UserError("AnthropicModel needs a model name, e.g. 'claude-sonnet-4-5'")
-        self._model_name = model_name
-        self._provider = provider if provider is not None else AnthropicProvider()
+        super().__init__(
+            model_name, provider=provider if provider is not None else AnthropicProvider(), settings=settings
+        )
         family = anthropic_profile(model_name)
         if isinstance(profile, ModelProfile):
             family = msgspec.structs.replace(family, model=profile)
         elif profile is not None:
             family = profile
         self._family = family
-        self.settings = settings
-
-    @property
-    def model_name(self) -> str:
-        """The model ID sent as `model`."""
-        return self._model_name
 
     @property
     def provider_name(self) -> str:
@@ -76,57 +71,38 @@ class AnthropicModel(Model):
         """The family profile, with the Messages API specifics."""
         return self._family
 
-    @property
-    def provider(self) -> AnthropicProvider:
-        """The provider this model sends its requests through."""
-        return self._provider
-
-    @property
-    def redactor(self) -> Redactor:
-        """The provider's redactor: every error leaving `request` and `stream` is scrubbed with it."""
-        return self._provider.redactor
+    def codec(self) -> AnthropicCodec:
+        """The codec of this model's requests (its family profile)."""
+        return AnthropicCodec(
+            model_name=self._model_name, profile=self._family, provider_url=self._provider.base_url
+        )
 
     def encode(self, call: ModelCall, *, stream: bool) -> EncodedRequest:
         """The request this model would send for `call` (checked against the profile first)."""
         self.check(call)
-        return encode_request(call, model_name=self._model_name, profile=self._family, stream=stream)
+        return self.codec().encode(call, stream=stream)
 
-    def _headers(self, call: ModelCall, betas: Iterable[str]) -> dict[str, str]:
+    def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
+        del stream
+        return MESSAGES_PATH, None
+
+    def _headers(self, call: ModelCall, wire: WireRequest) -> dict[str, str]:
+        # Betas the caller asks for in `extra_headers` are sent together with the ones the request needs.
         headers = validate_request_headers(call.settings.extra_headers or {})
         requested = {b.strip() for b in headers.pop("anthropic-beta", "").split(",") if b.strip()}
-        all_betas = sorted(requested | set(betas))
-        if all_betas:
-            headers["anthropic-beta"] = ",".join(all_betas)
+        needed = {b for b in wire.headers.get("anthropic-beta", "").split(",") if b}
+        betas = sorted(requested | needed)
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
         return headers
 
-    def _options(self, call: ModelCall, betas: Iterable[str]) -> RequestOptions:
-        options = self._provider.call_options(call, self._model_name)
-        options["headers"] = self._headers(call, betas)
-        return options
+    def _stream_done(self, decoder: StreamDecoder) -> bool:
+        # Nothing after `message_stop` can change the response: stop reading there.
+        return isinstance(decoder, _decode.StreamDecoder) and decoder.done
 
     async def _request(self, call: ModelCall) -> ModelResponse:
-        encoded = encode_request(call, model_name=self._model_name, profile=self._family, stream=False)
-        if encoded.max_tokens > STREAMING_MAX_TOKENS:
-            return await super()._request(call)
-        response = await self._provider.request(
-            "POST", MESSAGES_PATH, content=encoded.body, **self._options(call, encoded.betas)
-        )
-        return decode_response(
-            response.content, model_name=self._model_name, provider_url=self._provider.base_url
-        )
-
-    async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
-        encoded = encode_request(call, model_name=self._model_name, profile=self._family, stream=True)
-        decoder = StreamDecoder(model_name=self._model_name, provider_url=self._provider.base_url)
-        async with self._provider.stream_sse(
-            "POST", MESSAGES_PATH, content=encoded.body, **self._options(call, encoded.betas)
-        ) as events:
-            async for event in events:
-                for item in decoder.feed(event.event, event.data):
-                    yield item
-                if decoder.done:
-                    break
-        closing, response = decoder.close()
-        for item in closing:
-            yield item
-        yield ResponseCompleted(response)
+        codec = self.codec()
+        wire = codec.encode(call, stream=False)
+        if wire.max_tokens > STREAMING_MAX_TOKENS:
+            return await Model._request(self, call)  # the stream, consumed whole
+        return await self._send(call, codec, wire)

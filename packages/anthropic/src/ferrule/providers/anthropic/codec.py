@@ -1,12 +1,15 @@
 """The Anthropic Messages API wire codec: pure functions, no I/O.
 
+[`AnthropicCodec`][ferrule.providers.anthropic.codec.AnthropicCodec] is the
+[`Codec`][ferrule.core.codec.Codec] of one model, built on these:
+
 * [`encode_request`][ferrule.providers.anthropic.codec.encode_request]: a
   [`ModelCall`][ferrule.core.model.ModelCall] → request body bytes (msgspec) and the beta features
   it needs.
 * [`decode_response`][ferrule.providers.anthropic.codec.decode_response]: a buffered JSON body →
   [`ModelResponse`][ferrule.core.messages.ModelResponse].
 * [`StreamDecoder`][ferrule.providers.anthropic.codec.StreamDecoder]: server-sent events → ferrule
-  stream events and the complete response, incrementally;
+  stream events ending with the complete response, incrementally;
   [`decode_stream`][ferrule.providers.anthropic.codec.decode_stream] runs it over a whole SSE body.
 
 Malformed input raises [`ResponseDecodeError`][ferrule.core.errors.ResponseDecodeError]; an API
@@ -16,6 +19,8 @@ subclass (`overloaded_error` → `ServerError`, `rate_limit_error` → `RateLimi
 
 from __future__ import annotations
 
+from ferrule.core.errors import UserError
+from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ModelCall
 
 from ._decode import (
@@ -64,6 +69,7 @@ __all__ = [
     "OWNED_BODY_KEYS",
     "PROVIDER_NAME",
     "WIRE_NAME_DETAIL",
+    "AnthropicCodec",
     "EncodedRequest",
     "StreamDecoder",
     "decode_response",
@@ -93,3 +99,42 @@ def encode_request(
     return _encode_request(
         call, model_name=model_name, profile=profile or anthropic_profile(model_name), stream=stream
     )
+
+
+class AnthropicCodec:
+    """The Messages API wire format of one model: a [`Codec`][ferrule.core.codec.Codec].
+
+    `profile` defaults to the model family's; `provider_url` is recorded on decoded responses.
+    `encode` returns an [`EncodedRequest`][ferrule.providers.anthropic.codec.EncodedRequest], whose
+    `headers` carry the `anthropic-beta` features the request needs.
+    """
+
+    __slots__ = ("model_name", "profile", "provider_url")
+
+    def __init__(
+        self,
+        *,
+        model_name: str | None = None,
+        profile: AnthropicProfile | None = None,
+        provider_url: str | None = None,
+    ) -> None:
+        self.model_name = model_name
+        """The model requests are for; `None` only for decoding."""
+        self.profile = profile
+        """The family profile requests are encoded with; `None` looks it up from `model_name`."""
+        self.provider_url = provider_url
+        """The API root, recorded on decoded responses."""
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> EncodedRequest:
+        """The request for `call` (see [`encode_request`][ferrule.providers.anthropic.codec.encode_request])."""
+        if self.model_name is None:
+            raise UserError("AnthropicCodec needs a model_name to encode a request")
+        return encode_request(call, model_name=self.model_name, profile=self.profile, stream=stream)
+
+    def decode(self, body: bytes) -> ModelResponse:
+        """Decode a buffered response body."""
+        return decode_response(body, model_name=self.model_name, provider_url=self.provider_url)
+
+    def stream_decoder(self) -> StreamDecoder:
+        """A fresh decoder for one streamed response."""
+        return StreamDecoder(model_name=self.model_name, provider_url=self.provider_url)

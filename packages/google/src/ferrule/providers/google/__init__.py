@@ -7,20 +7,22 @@ model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider(api_key="AIza...
 ```
 
 `import ferrule.providers.google` is cheap: names load on first use. The wire codec is the public
-module [`ferrule.providers.google.codec`][]; Vertex AI's entry point lives in
-[`ferrule.providers.google.vertex`][].
+module [`ferrule.providers.google.codec`][] and the family profiles are in
+[`ferrule.providers.google.profiles`][]; [`ferrule.providers.google.vertex`][] gathers Vertex AI's names.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._entry import infer_model
     from ._files import DiscoveryLimits, FileLimits, GoogleFile, GoogleModelInfo, ModelList
     from ._model import GoogleModel, decode_count_tokens
-    from ._profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
     from ._provider import GoogleProvider, GoogleProviderBase, VertexAIProvider, regional_api_base
+    from .profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
 
 __version__ = "0.1.0"
 
@@ -51,13 +53,14 @@ _LAZY = {
     "GoogleFile": "_files",
     "GoogleModelInfo": "_files",
     "ModelList": "_files",
+    "infer_model": "_entry",
     "GoogleModel": "_model",
     "decode_count_tokens": "_model",
-    "GeminiFamily": "_profiles",
-    "GoogleModelTraits": "_profiles",
-    "family_of": "_profiles",
-    "profile_for": "_profiles",
-    "traits_for": "_profiles",
+    "GeminiFamily": "profiles",
+    "GoogleModelTraits": "profiles",
+    "family_of": "profiles",
+    "profile_for": "profiles",
+    "traits_for": "profiles",
     "GoogleProvider": "_provider",
     "GoogleProviderBase": "_provider",
     "VertexAIProvider": "_provider",
@@ -65,17 +68,4 @@ _LAZY = {
 }
 
 
-def infer_model(model_name: str) -> GoogleModel:
-    """The `google-gla:` / `gemini:` entry point: a Gemini API model, keyed from `GEMINI_API_KEY`/`GOOGLE_API_KEY`."""
-    from ._model import GoogleModel
-
-    return GoogleModel(model_name)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.google' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Final, cast
 
 from ferrule.core import bounded_json
+from ferrule.core.codec import completed_response
 from ferrule.core.errors import (
     ERROR_CLASSES,
     ContentFilterError,
@@ -53,7 +54,7 @@ from ferrule.core.messages import (
     new_tool_call_id,
 )
 from ferrule.core.model import ModelStreamEvent, PartEndEvent, PartStartEvent, ResponseCompleted
-from ferrule.core.sse import SseParser
+from ferrule.core.sse import SseEvent, SseParser
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
@@ -227,9 +228,10 @@ class _Current:
 class StreamDecoder:
     """Decodes a GenerateContent stream chunk by chunk into neutral events and one final response.
 
-    Call [`feed`][] with each event's JSON (or [`feed_chunk`][] with a decoded chunk), then
-    [`finish`][] once the stream ended cleanly; `finish` returns the last events, the final one
-    being `ResponseCompleted`. See the module docs for the decoding rules.
+    A [`StreamDecoder`][ferrule.core.codec.StreamDecoder]: call [`feed`][] with each server-sent
+    event (or [`feed_chunk`][] with a decoded chunk), then [`finish`][] once the stream ended
+    cleanly; `finish` returns the last events, the final one being `ResponseCompleted`. See the
+    module docs for the decoding rules.
     """
 
     def __init__(
@@ -262,8 +264,9 @@ class StreamDecoder:
 
     # -- input ------------------------------------------------------------------------------------
 
-    def feed(self, data: str | bytes) -> list[ModelStreamEvent]:
-        """Decode one stream event's JSON and return the events it produces."""
+    def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
+        """Decode one server-sent event (a chunk's JSON) and return the events it produces."""
+        data = event.data
         if not data.strip():
             return []
         chunk = bounded_json.decode_provider_json(
@@ -754,7 +757,7 @@ def decode_response(
     )
     decoder = StreamDecoder(model_name=model_name, provider_name=provider_name, provider_url=provider_url)
     decoder.feed_chunk(chunk)
-    return _completed(decoder.finish())
+    return completed_response(decoder.finish())
 
 
 def decode_stream(
@@ -792,11 +795,5 @@ def decode_stream(
                 model_name=model_name,
             ) from None
         for event in events:
-            decoder.feed(event.data)
-    return _completed(decoder.finish())
-
-
-def _completed(events: list[ModelStreamEvent]) -> ModelResponse:
-    last = events[-1]
-    assert isinstance(last, ResponseCompleted)
-    return last.response
+            decoder.feed(event)
+    return completed_response(decoder.finish())

@@ -51,8 +51,8 @@ from ferrule.core.messages import (
 )
 from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, ToolDefinition
 
-from ._profiles import GoogleModelTraits, traits_for
 from ._schema import SchemaDialect, to_json_schema, to_openapi_schema
+from .profiles import GoogleModelTraits, traits_for
 
 __all__ = ["DUMMY_THOUGHT_SIGNATURE", "EXTRA_BODY_TAG", "EncodeOptions", "build_request", "encode_request"]
 

@@ -1,4 +1,4 @@
-"""Vertex AI for ferrule: the `google-vertex:` entry point and its provider.
+"""Vertex AI for ferrule: its provider, and `infer_model`, the `google-vertex:` entry point's function.
 
 ```python
 from ferrule.providers.google import GoogleModel
@@ -13,13 +13,7 @@ model = GoogleModel(
 
 from __future__ import annotations
 
-from ._model import GoogleModel
+from ._entry import google_vertex as infer_model
 from ._provider import VERTEX_TOKEN_VAR, VertexAIProvider, regional_api_base
 
 __all__ = ["VERTEX_TOKEN_VAR", "VertexAIProvider", "infer_model", "regional_api_base"]
-
-
-def infer_model(model_name: str) -> GoogleModel:
-    """The `google-vertex:` entry point: credentials from `GOOGLE_CLOUD_ACCESS_TOKEN`, project and
-    location from `GOOGLE_CLOUD_PROJECT` / `GOOGLE_CLOUD_LOCATION` (default `global`)."""
-    return GoogleModel(model_name, provider=VertexAIProvider())

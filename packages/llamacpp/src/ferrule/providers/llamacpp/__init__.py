@@ -18,8 +18,9 @@ request and stops when the interpreter exits. Running the server needs the `[ser
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._catalog import (
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
         UnknownLocalModelError,
         get_local_model,
     )
-    from ._entry import LocalLlamaCppModel, infer_model, shutdown_shared_servers
+    from ._entry import infer_model
     from ._fetch import (
         ModelDownloadError,
         ModelVerificationError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         ensure_model,
         model_cache_dir,
     )
+    from ._model import LocalLlamaCppModel, shutdown_shared_servers
     from ._server import (
         LlamaCppServer,
         LlamaCppServerError,
@@ -78,9 +80,9 @@ _LAZY = {
     "ModelPart": "_catalog",
     "UnknownLocalModelError": "_catalog",
     "get_local_model": "_catalog",
-    "LocalLlamaCppModel": "_entry",
     "infer_model": "_entry",
-    "shutdown_shared_servers": "_entry",
+    "LocalLlamaCppModel": "_model",
+    "shutdown_shared_servers": "_model",
     "ModelDownloadError": "_fetch",
     "ModelVerificationError": "_fetch",
     "cached_model_path": "_fetch",
@@ -94,13 +96,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.llamacpp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

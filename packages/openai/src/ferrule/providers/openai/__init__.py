@@ -14,11 +14,12 @@ are public modules ([`chat_codec`][ferrule.providers.openai.chat_codec],
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._models import OpenAIChatModel, OpenAIResponsesModel
+    from ._model import OpenAIChatModel, OpenAIModelOptions, OpenAIResponsesModel
     from ._provider import (
         CompatibleOptions,
         DiscoveredModel,
@@ -65,6 +66,7 @@ __all__ = [
     "OllamaProvider",
     "OpenAIChatModel",
     "OpenAICompatibleProvider",
+    "OpenAIModelOptions",
     "OpenAIProvider",
     "OpenAIResponsesModel",
     "OpenRouterProvider",
@@ -78,8 +80,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "OpenAIChatModel": "_models",
-    "OpenAIResponsesModel": "_models",
+    "OpenAIChatModel": "_model",
+    "OpenAIModelOptions": "_model",
+    "OpenAIResponsesModel": "_model",
     "CompatibleOptions": "_provider",
     "DiscoveredModel": "_provider",
     "OpenAICompatibleProvider": "_provider",
@@ -107,13 +110,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ferrule.providers.openai' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

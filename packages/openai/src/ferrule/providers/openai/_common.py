@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, cast
+from typing import Any, ParamSpec, cast
 
 import msgspec
 
@@ -22,6 +22,18 @@ from ferrule.core.messages import FinishReason
 
 OPENAI = "openai"
 """Provider name of OpenAI itself."""
+
+_P = ParamSpec("_P")
+
+
+def json_encoded(build: Callable[_P, dict[str, Any]]) -> Callable[_P, bytes]:
+    """`build`, with the body it returns encoded as JSON bytes (same parameters)."""
+
+    def encode(*args: _P.args, **kwargs: _P.kwargs) -> bytes:
+        return msgspec.json.encode(build(*args, **kwargs))
+
+    return encode
+
 
 _CHAT_FINISH: dict[str, FinishReason] = {
     "stop": "stop",

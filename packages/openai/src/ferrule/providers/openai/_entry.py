@@ -1,8 +1,9 @@
-"""Model-string resolution: what `"<prefix>:<model>"` means for each entry point of this package.
+"""The entry points of this package: what `"<prefix>:<model>"` means for each of its prefixes.
 
-Each entry point of group `ferrule.providers` points at `ferrule.providers.openai._infer.<name>:infer_model`,
-which calls [`infer`][ferrule.providers.openai._entry.infer] with its prefix. Credentials come from
-the conventional environment variables; a missing one raises `UserError` naming the variable.
+Each entry point of group `ferrule.providers` names the function of this module spelled like its
+prefix (`openai-chat` → `ferrule.providers.openai._entry:openai_chat`), which calls
+[`infer`][ferrule.providers.openai._entry.infer] with that prefix. Credentials come from the
+conventional environment variables; a missing one raises `UserError` naming the variable.
 
 `"openai:<model>"` uses the Responses API (OpenAI's recommended API; stateless, with encrypted
 reasoning replay); `"openai-chat:<model>"` uses Chat Completions (PydanticAI's `"openai:"` used
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from ferrule.core.errors import UserError
 from ferrule.core.model import Model
 
-from ._models import OpenAIChatModel, OpenAIResponsesModel
+from ._model import OpenAIChatModel, OpenAIResponsesModel
 from ._provider import OpenAICompatibleProvider, OpenAIProvider, local_url_policy
 from .compatible import (
     AzureOpenAIProvider,
@@ -37,7 +38,7 @@ from .compatible import (
     VLLMProvider,
 )
 
-__all__ = ["PREFIXES", "infer"]
+__all__ = ["PREFIXES", "infer"]  # and one entry-point function per prefix, below
 
 
 def _local(cls: type[OpenAICompatibleProvider]) -> OpenAICompatibleProvider:
@@ -93,3 +94,35 @@ def infer(prefix: str, model_name: str) -> Model:
     if not model_name:
         raise UserError(f"the model string {prefix + ':'!r} names no model")
     return factory(model_name)
+
+
+def _entry_point(prefix: str) -> Callable[[str], Model]:
+    """The `infer_model(model_name)` function an entry point names for `prefix`."""
+
+    def infer_model(model_name: str) -> Model:
+        return infer(prefix, model_name)
+
+    infer_model.__name__ = infer_model.__qualname__ = prefix.replace("-", "_")
+    infer_model.__doc__ = f'The model for `"{prefix}:<model_name>"`, with credentials from the environment.'
+    return infer_model
+
+
+openai = _entry_point("openai")
+openai_responses = _entry_point("openai-responses")
+openai_chat = _entry_point("openai-chat")
+azure = _entry_point("azure")
+azure_responses = _entry_point("azure-responses")
+openrouter = _entry_point("openrouter")
+groq = _entry_point("groq")
+deepseek = _entry_point("deepseek")
+deepseek_responses = _entry_point("deepseek-responses")
+together = _entry_point("together")
+fireworks = _entry_point("fireworks")
+cerebras = _entry_point("cerebras")
+mistral_openai = _entry_point("mistral-openai")
+huggingface = _entry_point("huggingface")
+ollama = _entry_point("ollama")
+vllm = _entry_point("vllm")
+llamacpp_server = _entry_point("llamacpp-server")
+lmstudio = _entry_point("lmstudio")
+openai_compatible = _entry_point("openai-compatible")

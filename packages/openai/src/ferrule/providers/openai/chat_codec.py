@@ -28,6 +28,8 @@ from typing import Any, assert_never
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.codec import WireRequest
+from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import ProviderError, ResponseDecodeError, UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
@@ -69,7 +71,7 @@ from ferrule.core.model import (
     ResponseCompleted,
     ToolDefinition,
 )
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
@@ -84,6 +86,7 @@ from ._common import (
     as_list,
     as_str,
     in_band_error,
+    json_encoded,
     normalize_finish_reason,
     shape_errors,
     timestamp,
@@ -102,6 +105,7 @@ from .profiles import ChatDialect
 
 __all__ = [
     "OWNED_KEYS",
+    "ChatCodec",
     "ChatStreamDecoder",
     "build_request",
     "decode_response",
@@ -607,26 +611,8 @@ def build_request(
     return body
 
 
-def encode_request(
-    call: ModelCall,
-    *,
-    model_name: str,
-    dialect: ChatDialect | None = None,
-    stream: bool = False,
-    provider_name: str = OPENAI,
-    extra_owned_keys: Collection[str] = (),
-) -> bytes:
-    """The Chat Completions request body for `call`, encoded as JSON bytes (see `build_request`)."""
-    return msgspec.json.encode(
-        build_request(
-            call,
-            model_name=model_name,
-            dialect=dialect,
-            stream=stream,
-            provider_name=provider_name,
-            extra_owned_keys=extra_owned_keys,
-        )
-    )
+encode_request = json_encoded(build_request)
+"""The Chat Completions request body for `call`, encoded as JSON bytes (see `build_request`)."""
 
 
 # --- wire types ----------------------------------------------------------------------------------
@@ -883,9 +869,13 @@ def _decode_completion(
 
 
 def decode_response(
-    body: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+    body: bytes,
+    *,
+    model_name: str | None = None,
+    provider_name: str = OPENAI,
+    provider_url: str | None = None,
 ) -> ModelResponse:
-    """Decode a buffered Chat Completions response body.
+    """Decode a buffered Chat Completions response body; `provider_url` is recorded on the response.
 
     Raises `ResponseDecodeError` for malformed or empty input (bounded by
     `bounded_json.PROVIDER_RESPONSE`), or the typed error of an `error` object in the body.
@@ -894,9 +884,11 @@ def decode_response(
         body, _Completion, bounded_json.PROVIDER_RESPONSE, "the Chat Completions response"
     )
     try:
-        return _decode_completion(
+        response = _decode_completion(
             completion, model_name=model_name, provider_name=provider_name, seed=body[:4096]
         )
+        response.provider_url = provider_url
+        return response
     except ProviderError:
         raise
     except SHAPE_ERRORS as exc:
@@ -909,17 +901,22 @@ def decode_response(
 class ChatStreamDecoder:
     """Turns the `data` payloads of a streamed Chat Completions response into ferrule stream events.
 
-    Feed each SSE event with [`feed`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.feed],
-    then call [`finish`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.finish] when the
-    body ends: it returns the last events, ending with one `ResponseCompleted`, or raises
-    `ResponseDecodeError` when the stream stopped before its finish reason or `[DONE]`.
+    A [`StreamDecoder`][ferrule.core.codec.StreamDecoder]: feed each SSE event with
+    [`feed`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.feed], then call
+    [`finish`][ferrule.providers.openai.chat_codec.ChatStreamDecoder.finish] when the body ends: it
+    returns the last events, ending with one `ResponseCompleted`, or raises `ResponseDecodeError`
+    when the stream stopped before its finish reason or `[DONE]`.
     """
 
-    def __init__(self, *, model_name: str | None = None, provider_name: str = OPENAI) -> None:
+    def __init__(
+        self, *, model_name: str | None = None, provider_name: str = OPENAI, provider_url: str | None = None
+    ) -> None:
         self.model_name = model_name
         """The requested model (the provider's own name for it replaces it once reported)."""
         self.provider_name = provider_name
         """The provider, recorded on the response and its reasoning parts."""
+        self.provider_url = provider_url
+        """The API root, recorded on the response."""
         self._builder = ResponseBuilder()
         self._ids: StableIds | None = None
         self._response_id: str | None = None
@@ -942,8 +939,9 @@ class ChatStreamDecoder:
         """Whether `[DONE]` arrived."""
         return self._done
 
-    def feed(self, data: str) -> list[ModelStreamEvent]:
-        """Decode one event's `data` and return the stream events it produces."""
+    def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
+        """Decode one server-sent event and return the stream events it produces."""
+        data = event.data
         if self._finished:
             raise ResponseDecodeError(
                 "the stream continued after it was finished",
@@ -978,10 +976,6 @@ class ChatStreamDecoder:
             raise shape_errors("a Chat Completions stream chunk", self.provider_name, self.model_name)(
                 exc
             ) from exc
-
-    def feed_event(self, event: SseEvent) -> list[ModelStreamEvent]:
-        """Decode one parsed server-sent event."""
-        return self.feed(event.data)
 
     def _chunk(self, chunk: _Completion, data: str) -> list[ModelStreamEvent]:
         if chunk.error is not None:
@@ -1113,6 +1107,7 @@ class ChatStreamDecoder:
             usage=self._usage or RequestUsage(cache_reported=False),
             model_name=self._reported_model or self.model_name,
             provider_name=self.provider_name,
+            provider_url=self.provider_url,
             provider_details=details or None,
             provider_response_id=self._response_id,
             finish_reason=_finish(self._raw_finish, refusal),
@@ -1124,20 +1119,71 @@ class ChatStreamDecoder:
         return events
 
 
-def iter_sse_payloads(data: bytes) -> Iterable[SseEvent]:
-    """Every server-sent event in a complete SSE body (bounded by the default SSE limits)."""
-    parser = SseParser()
-    yield from parser.feed(data)
-    yield from parser.close()
-
-
 def decode_stream(
     data: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
 ) -> ModelResponse:
     """Decode the raw SSE text of a streamed Chat Completions response through `ChatStreamDecoder`."""
-    decoder = ChatStreamDecoder(model_name=model_name, provider_name=provider_name)
-    for event in iter_sse_payloads(data):
-        decoder.feed_event(event)
-    completed = decoder.finish()[-1]
-    assert isinstance(completed, ResponseCompleted)
-    return completed.response
+    return _decode_sse(ChatStreamDecoder(model_name=model_name, provider_name=provider_name), data)
+
+
+class ChatCodec:
+    """The Chat Completions wire format of one model on one endpoint: a [`Codec`][ferrule.core.codec.Codec].
+
+    `dialect` says how the endpoint spells the fields that vary between servers; `extra_fields` are
+    body fields the caller encodes itself (OpenRouter's typed `provider` routing) and, with
+    `extra_owned_keys`, keys `ModelSettings.extra_body` may not set. A call's `request_id` is sent
+    as `x-client-request-id`.
+    """
+
+    __slots__ = ("dialect", "extra_fields", "extra_owned_keys", "model_name", "provider_name", "provider_url")
+
+    def __init__(
+        self,
+        *,
+        model_name: str | None = None,
+        dialect: ChatDialect | None = None,
+        provider_name: str = OPENAI,
+        provider_url: str | None = None,
+        extra_fields: dict[str, Any] | None = None,
+        extra_owned_keys: Collection[str] = (),
+    ) -> None:
+        self.model_name = model_name
+        """The model requests are for; `None` only for decoding."""
+        self.dialect = dialect
+        """The endpoint's dialect; `None` is OpenAI's."""
+        self.provider_name = provider_name
+        """The provider, which decides what may be replayed to it and which `extra_body` entry applies."""
+        self.provider_url = provider_url
+        """The API root, recorded on decoded responses."""
+        self.extra_fields = extra_fields or {}
+        """Body fields added to every request."""
+        self.extra_owned_keys = extra_owned_keys
+        """Body keys `extra_body` may not set besides the encoder's own."""
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
+        """The request for `call` (see [`build_request`][ferrule.providers.openai.chat_codec.build_request])."""
+        if self.model_name is None:
+            raise UserError("ChatCodec needs a model_name to encode a request")
+        body = build_request(
+            call,
+            model_name=self.model_name,
+            dialect=self.dialect,
+            stream=stream,
+            provider_name=self.provider_name,
+            extra_owned_keys=self.extra_owned_keys,
+        )
+        body.update(self.extra_fields)
+        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
+        return WireRequest(body=msgspec.json.encode(body), headers=headers)
+
+    def decode(self, body: bytes) -> ModelResponse:
+        """Decode a buffered response body."""
+        return decode_response(
+            body, model_name=self.model_name, provider_name=self.provider_name, provider_url=self.provider_url
+        )
+
+    def stream_decoder(self) -> ChatStreamDecoder:
+        """A fresh decoder for one streamed response."""
+        return ChatStreamDecoder(
+            model_name=self.model_name, provider_name=self.provider_name, provider_url=self.provider_url
+        )

@@ -26,6 +26,8 @@ from typing import Any, assert_never
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.codec import WireRequest
+from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import (
     ErrorCategory,
     ProviderError,
@@ -76,7 +78,7 @@ from ferrule.core.model import (
     ToolDefinition,
 )
 from ferrule.core.profile import ModelProfile
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
@@ -89,6 +91,7 @@ from ._common import (
     as_list,
     as_str,
     in_band_error,
+    json_encoded,
     shape_errors,
     timestamp,
 )
@@ -105,6 +108,7 @@ from .profiles import ResponsesDialect
 
 __all__ = [
     "OWNED_KEYS",
+    "ResponsesCodec",
     "ResponsesStreamDecoder",
     "build_request",
     "decode_response",
@@ -531,28 +535,8 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
     return body
 
 
-def encode_request(
-    call: ModelCall,
-    *,
-    model_name: str,
-    dialect: ResponsesDialect | None = None,
-    profile: ModelProfile | None = None,
-    stream: bool = False,
-    provider_name: str = OPENAI,
-    extra_owned_keys: Collection[str] = (),
-) -> bytes:
-    """The Responses request body for `call`, encoded as JSON bytes (see `build_request`)."""
-    return msgspec.json.encode(
-        build_request(
-            call,
-            model_name=model_name,
-            dialect=dialect,
-            profile=profile,
-            stream=stream,
-            provider_name=provider_name,
-            extra_owned_keys=extra_owned_keys,
-        )
-    )
+encode_request = json_encoded(build_request)
+"""The Responses request body for `call`, encoded as JSON bytes (see `build_request`)."""
 
 
 # --- decoding ------------------------------------------------------------------------------------
@@ -853,9 +837,13 @@ def _complete(
 
 
 def decode_response(
-    body: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
+    body: bytes,
+    *,
+    model_name: str | None = None,
+    provider_name: str = OPENAI,
+    provider_url: str | None = None,
 ) -> ModelResponse:
-    """Decode a buffered Responses API response body.
+    """Decode a buffered Responses API response body; `provider_url` is recorded on the response.
 
     Raises `ResponseDecodeError` for malformed input, an unfinished (queued / in-progress)
     response or one without output, and the typed error of a failed response.
@@ -887,7 +875,9 @@ def decode_response(
         parts: list[ModelResponsePart] = []
         for item in as_list(output):
             parts.extend(items.parts(as_dict(item)))
-        return _complete(response, parts, items, model_name=model_name, provider_name=provider_name)
+        result = _complete(response, parts, items, model_name=model_name, provider_name=provider_name)
+        result.provider_url = provider_url
+        return result
     except ProviderError:
         raise
     except SHAPE_ERRORS as exc:
@@ -913,18 +903,23 @@ class _Event(msgspec.Struct):
 class ResponsesStreamDecoder:
     """Turns the events of a streamed Responses API response into ferrule stream events.
 
-    Feed each SSE event's data with [`feed`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.feed],
-    then call [`finish`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.finish]
-    at the end of the body. Unknown event types are ignored; `response.failed` and `error` events
+    A [`StreamDecoder`][ferrule.core.codec.StreamDecoder]: feed each SSE event with
+    [`feed`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.feed], then call
+    [`finish`][ferrule.providers.openai.responses_codec.ResponsesStreamDecoder.finish] at the end of
+    the body. Unknown event types are ignored; `response.failed` and `error` events
     raise their typed error at once. Each finished output item (`response.output_item.done`) is
     authoritative: text or arguments that were not streamed as deltas are taken from it.
     """
 
-    def __init__(self, *, model_name: str | None = None, provider_name: str = OPENAI) -> None:
+    def __init__(
+        self, *, model_name: str | None = None, provider_name: str = OPENAI, provider_url: str | None = None
+    ) -> None:
         self.model_name = model_name
         """The requested model (the provider's own name for it replaces it once reported)."""
         self.provider_name = provider_name
         """The provider, recorded on the response and its parts."""
+        self.provider_url = provider_url
+        """The API root, recorded on the response."""
         self._builder = ResponseBuilder()
         self._items = _Items(provider_name, model_name)
         self._final: _Response | None = None
@@ -943,12 +938,9 @@ class ResponsesStreamDecoder:
         """Whether `response.completed` (or `response.incomplete`) arrived."""
         return self._final is not None
 
-    def feed_event(self, event: SseEvent) -> list[ModelStreamEvent]:
-        """Decode one parsed server-sent event."""
-        return self.feed(event.data)
-
-    def feed(self, data: str) -> list[ModelStreamEvent]:
-        """Decode one event's `data` and return the stream events it produces."""
+    def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
+        """Decode one server-sent event and return the stream events it produces."""
+        data = event.data
         if self._finished:
             raise ResponseDecodeError(
                 "the stream continued after it was finished",
@@ -958,7 +950,7 @@ class ResponsesStreamDecoder:
         stripped = data.strip()
         if not stripped or stripped == "[DONE]":
             return []
-        event = bounded_json.decode_provider_json(
+        decoded = bounded_json.decode_provider_json(
             data,
             _Event,
             bounded_json.STREAM_EVENT,
@@ -967,7 +959,7 @@ class ResponsesStreamDecoder:
             model_name=self.model_name,
         )
         try:
-            return self._event(event)
+            return self._event(decoded)
         except ProviderError:
             raise
         except SHAPE_ERRORS as exc:
@@ -1204,6 +1196,7 @@ class ResponsesStreamDecoder:
         response = _complete(
             self._final, parts, self._items, model_name=self.model_name, provider_name=self.provider_name
         )
+        response.provider_url = self.provider_url
         events.append(ResponseCompleted(response))
         return events
 
@@ -1212,12 +1205,61 @@ def decode_stream(
     data: bytes, *, model_name: str | None = None, provider_name: str = OPENAI
 ) -> ModelResponse:
     """Decode the raw SSE text of a streamed Responses API response through `ResponsesStreamDecoder`."""
-    decoder = ResponsesStreamDecoder(model_name=model_name, provider_name=provider_name)
-    parser = SseParser()
-    for event in parser.feed(data):
-        decoder.feed_event(event)
-    for event in parser.close():
-        decoder.feed_event(event)
-    completed = decoder.finish()[-1]
-    assert isinstance(completed, ResponseCompleted)
-    return completed.response
+    return _decode_sse(ResponsesStreamDecoder(model_name=model_name, provider_name=provider_name), data)
+
+
+class ResponsesCodec:
+    """The Responses API wire format of one model on one endpoint: a [`Codec`][ferrule.core.codec.Codec].
+
+    `profile` tells whether the model reasons (so encrypted reasoning is asked for); a call's
+    `request_id` is sent as `x-client-request-id`.
+    """
+
+    __slots__ = ("dialect", "model_name", "profile", "provider_name", "provider_url")
+
+    def __init__(
+        self,
+        *,
+        model_name: str | None = None,
+        dialect: ResponsesDialect | None = None,
+        profile: ModelProfile | None = None,
+        provider_name: str = OPENAI,
+        provider_url: str | None = None,
+    ) -> None:
+        self.model_name = model_name
+        """The model requests are for; `None` only for decoding."""
+        self.dialect = dialect
+        """How the endpoint is used (stateless storage, reasoning replay); `None` is OpenAI's default."""
+        self.profile = profile
+        """The model's profile, or `None` for a model that does not reason."""
+        self.provider_name = provider_name
+        """The provider, which decides what may be replayed to it and which `extra_body` entry applies."""
+        self.provider_url = provider_url
+        """The API root, recorded on decoded responses."""
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
+        """The request for `call` (see [`build_request`][ferrule.providers.openai.responses_codec.build_request])."""
+        if self.model_name is None:
+            raise UserError("ResponsesCodec needs a model_name to encode a request")
+        body = encode_request(
+            call,
+            model_name=self.model_name,
+            dialect=self.dialect,
+            profile=self.profile,
+            stream=stream,
+            provider_name=self.provider_name,
+        )
+        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
+        return WireRequest(body=body, headers=headers)
+
+    def decode(self, body: bytes) -> ModelResponse:
+        """Decode a buffered response body."""
+        return decode_response(
+            body, model_name=self.model_name, provider_name=self.provider_name, provider_url=self.provider_url
+        )
+
+    def stream_decoder(self) -> ResponsesStreamDecoder:
+        """A fresh decoder for one streamed response."""
+        return ResponsesStreamDecoder(
+            model_name=self.model_name, provider_name=self.provider_name, provider_url=self.provider_url
+        )

@@ -1,0 +1,240 @@
+"""`CodecModel` over real HTTP with the `ferrule-test` codec, and the conformance helpers' own checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ferrule.core._test_codec import FerruleTestCodec, TestStreamDecoder
+from ferrule.core.codec import CodecModel, StreamDecoder, WireRequest, completed_response
+from ferrule.core.conformance import (
+    ConformanceError,
+    Interaction,
+    assert_same_response,
+    check_stream,
+    feed_sse,
+    load_cassette,
+    replay,
+)
+from ferrule.core.errors import ContentFilterError, ResponseDecodeError
+from ferrule.core.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
+from ferrule.core.model import (
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+    TextPartDelta,
+)
+from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import Provider, QueryParams
+from ferrule.core.settings import ModelSettings
+from tests.support.http_server import Conn, LocalServer, Request, json_reply, sse_reply
+
+Serve = Callable[..., LocalServer]
+
+STREAM = b'data: "Hel"\n\ndata: "lo"\n\nevent: done\ndata: {"finish_reason": "stop"}\n\n'
+CALL = ModelCall(messages=[ModelRequest.user_text_prompt("hi")], request_id="req-1")
+
+
+class _Codec(FerruleTestCodec):
+    """The test codec with one header of its own, as a wire format may need."""
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
+        wire = super().encode(call, stream=stream)
+        return WireRequest(body=wire.body, headers={"x-format": "test", "x-request": call.request_id or ""})
+
+
+class _Model(CodecModel[Provider]):
+    def __init__(self, provider: Provider, *, stop_after: int | None = None, refuse: bool = False) -> None:
+        super().__init__("m1", provider=provider)
+        self.stop_after = stop_after
+        self.refuse = refuse
+        self.fed = 0
+
+    @property
+    def profile(self) -> ModelProfile:
+        return ModelProfile()
+
+    def codec(self) -> _Codec:
+        return _Codec(model_name=self.model_name)
+
+    def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
+        return ("/stream", {"alt": "sse"}) if stream else ("/generate", None)
+
+    def _stream_done(self, decoder: StreamDecoder) -> bool:
+        self.fed += 1
+        return self.stop_after is not None and self.fed >= self.stop_after
+
+    def _check_response(self, response: ModelResponse) -> None:
+        if self.refuse:
+            raise ContentFilterError("refused", provider_name=self.provider_name)
+
+
+def _provider(server: LocalServer) -> Provider:
+    return Provider(base_url=server.url, api_key="sk-test-SECRET", url_policy=server.policy)
+
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_buffered_request_goes_through_codec_and_provider(serve: Serve) -> None:
+    body = msgspec.json.encode(ModelResponse(parts=[TextPart("hi")], finish_reason="stop"))
+    server = serve(json_reply(msgspec.json.decode(body)))
+    model = _Model(_provider(server))
+    call = msgspec.structs.replace(CALL, settings=ModelSettings(extra_headers={"X-Extra": "1"}))
+    response = await model.request(call)
+    assert (response.text, response.model_name, response.provider_name) == ("hi", "m1", "ferrule-test")
+    (sent,) = server.requests
+    assert (sent.method, sent.path) == ("POST", "/generate")
+    assert (sent.headers["x-format"], sent.headers["x-request"], sent.headers["x-extra"]) == (
+        "test",
+        "req-1",
+        "1",
+    )
+    assert sent.headers["authorization"] == "Bearer sk-test-SECRET"
+    assert msgspec.json.decode(sent.body)["stream"] is False
+    assert model.provider_name == "provider"
+    assert model.redactor is model.provider.redactor
+
+
+async def test_stream_yields_the_decoder_events_with_params(serve: Serve) -> None:
+    server = serve(sse_reply(STREAM))
+    events = [event async for event in _Model(_provider(server)).stream(CALL)]
+    assert check_stream(events).text == "Hello"
+    (sent,) = server.requests
+    assert sent.path == "/stream?alt=sse"
+    assert sent.headers["accept"] == "text/event-stream"
+    assert msgspec.json.decode(sent.body)["stream"] is True
+
+
+async def test_stream_done_stops_reading_and_finishes(serve: Serve) -> None:
+    def handler(conn: Conn, request: Request) -> bool:
+        conn.start_chunked(200, {"content-type": "text/event-stream"})
+        conn.chunk(b'data: "Hel"\n\nevent: done\ndata: {}\n\n')
+        conn.hang()  # never ends the body: only stopping early finishes the stream
+        return False
+
+    server = serve(handler)
+    model = _Model(_provider(server), stop_after=2)
+    events = [event async for event in model.stream(CALL)]
+    assert check_stream(events).text == "Hel"
+
+
+async def _drain(model: _Model, seen: list[ModelStreamEvent]) -> None:
+    async for event in model.stream(CALL):
+        seen.append(event)
+
+
+async def test_check_response_refuses_buffered_and_streamed(serve: Serve) -> None:
+    server = serve(sse_reply(STREAM))
+    seen: list[ModelStreamEvent] = []
+    with pytest.raises(ContentFilterError):
+        await _drain(_Model(_provider(server), refuse=True), seen)
+    assert [type(e) for e in seen] == [PartStartEvent, PartDeltaEvent, PartDeltaEvent, PartEndEvent]
+    body = msgspec.json.encode(ModelResponse(parts=[TextPart("hi")]))
+    buffered = serve(json_reply(msgspec.json.decode(body)))
+    with pytest.raises(ContentFilterError):
+        await _Model(_provider(buffered), refuse=True).request(CALL)
+
+
+# -- the conformance helpers ------------------------------------------------------------------------
+
+
+def _events(*events: ModelStreamEvent) -> list[ModelStreamEvent]:
+    return list(events)
+
+
+DONE = ResponseCompleted(ModelResponse(parts=[TextPart("ab")]))
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        (_events(), "exactly one ResponseCompleted"),
+        (_events(DONE, DONE), "exactly one ResponseCompleted"),
+        (_events(PartStartEvent(1, TextPart("")), DONE), "the next index is 0"),
+        (_events(PartDeltaEvent(0, TextPartDelta("a")), DONE), "never started"),
+        (
+            _events(
+                PartStartEvent(0, TextPart("")),
+                PartEndEvent(0, TextPart("ab")),
+                PartDeltaEvent(0, TextPartDelta("a")),
+                DONE,
+            ),
+            "after its end",
+        ),
+        (_events(PartStartEvent(0, TextPart("")), DONE), "never ended"),
+        (_events(PartStartEvent(0, TextPart("")), PartEndEvent(0, TextPart("a")), DONE), "differs"),
+        (
+            _events(
+                PartStartEvent(0, TextPart("")),
+                PartEndEvent(0, TextPart("ab")),
+                ResponseCompleted(ModelResponse(parts=[])),
+            ),
+            "the completed response has 0",
+        ),
+    ],
+)
+def test_check_stream_names_each_broken_invariant(events: list[ModelStreamEvent], message: str) -> None:
+    with pytest.raises(ConformanceError, match=message):
+        check_stream(events)
+
+
+def test_check_stream_accepts_a_well_formed_stream() -> None:
+    events = feed_sse(TestStreamDecoder(), STREAM, chunk_sizes=(1,))
+    assert check_stream(events).text == "Hello"
+    with pytest.raises(ValueError, match="positive"):
+        feed_sse(TestStreamDecoder(), STREAM, chunk_sizes=(0,))
+
+
+def test_assert_same_response_ignores_only_what_it_is_told() -> None:
+    first = ModelResponse(parts=[ToolCallPart("f", {}, "call_1")])
+    second = ModelResponse(parts=[ToolCallPart("f", {}, "call_2")])
+    assert_same_response(first, second, ignore=("timestamp", "tool_call_id"))
+    with pytest.raises(ConformanceError, match="differ"):
+        assert_same_response(first, second)
+
+
+def test_completed_response_needs_a_completed_event() -> None:
+    with pytest.raises(ResponseDecodeError):
+        completed_response([PartStartEvent(0, TextPart(""))])
+
+
+CASSETTE = """\
+interactions:
+- request:
+    method: POST
+    uri: https://api.example.test/v1/generate
+    body: '{"stream": true}'
+  response:
+    status: {code: 200, message: OK}
+    headers:
+      content-type: [text/event-stream]
+    body: {string: "data: \\"Hel\\"\\n\\ndata: \\"lo\\"\\n\\nevent: done\\ndata: {}\\n\\n"}
+- request:
+    method: POST
+    uri: https://api.example.test/v1/generate
+    parsed_body: {stream: false}
+  response:
+    status: {code: 200, message: OK}
+    headers:
+      content-type: [application/json]
+    body: {string: '{"parts": [{"part_kind": "text", "content": "hi"}]}'}
+"""
+
+
+def test_a_cassette_replays_through_a_codec(tmp_path: Path) -> None:
+    path = tmp_path / "test_generate.yaml"
+    path.write_text(CASSETTE)
+    streamed, buffered = load_cassette(path)
+    assert isinstance(streamed, Interaction)
+    assert (streamed.is_stream, buffered.is_stream) == (True, False)
+    assert (buffered.request_json, streamed.request_text) == ({"stream": False}, '{"stream": true}')
+    assert streamed.id == f"{tmp_path.name}/test_generate#0"
+    assert replay(FerruleTestCodec(), streamed).text == "Hello"
+    assert replay(FerruleTestCodec(), buffered).text == "hi"

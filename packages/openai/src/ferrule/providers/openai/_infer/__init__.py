@@ -1,1 +1,0 @@
-"""One module per model-string prefix, each exposing `infer_model` for its entry point."""

@@ -1,0 +1,260 @@
+"""`OpenAIChatModel` and `OpenAIResponsesModel`: the model clients on top of the codecs (internal)."""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from collections.abc import AsyncIterator
+from typing import Any, Literal, TypedDict, Unpack
+
+from ferrule.core.codec import CodecModel
+from ferrule.core.errors import ContentFilterError, UserError
+from ferrule.core.messages import (
+    AudioUrl,
+    DocumentUrl,
+    ImageUrl,
+    ModelResponse,
+    UserContent,
+    VideoUrl,
+)
+from ferrule.core.model import ModelCall, ModelStreamEvent
+from ferrule.core.profile import ModelProfile
+from ferrule.core.provider import QueryParams
+from ferrule.core.settings import ModelSettings
+from ferrule.core.url_policy import UrlPolicy
+
+from ._content import is_text_like
+from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, resolve_downloads
+from ._provider import OpenAICompatibleProvider, OpenAIProvider
+from .chat_codec import ChatCodec
+from .profiles import ChatDialect, ResponsesDialect
+from .responses_codec import ResponsesCodec
+
+__all__ = ["OpenAIChatModel", "OpenAIModelOptions", "OpenAIResponsesModel"]
+
+
+class OpenAIModelOptions(TypedDict, total=False):
+    """The options both OpenAI model clients take besides the model name, dialect and routing."""
+
+    provider: OpenAICompatibleProvider | None
+    """The provider requests go through; `None` is `OpenAIProvider()` (key from `OPENAI_API_KEY`)."""
+    profile: ModelProfile | None
+    """What the model supports; `None` takes the provider's table entry (fail-closed for unknown models)."""
+    settings: ModelSettings | None
+    """Model-level default settings."""
+    download_url_policy: UrlPolicy | None
+    """The policy for downloading URL content the endpoint takes only as bytes; `None` is the default policy."""
+    max_download_bytes: int
+    """Largest such download (default 20 MiB)."""
+
+
+class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
+    """What both clients share: provider, settings, endpoints, downloads and refusals.
+
+    Retrying is not done here: `ferrule.core.retry` (`request_with_retry` / `stream_with_retry`,
+    which the agent uses) retries transient failures under the run's policy and budget, and only
+    before a stream's first event.
+    """
+
+    _api: Literal["chat", "responses"]
+    _profile: ModelProfile
+
+    def __init__(self, model_name: str, options: OpenAIModelOptions) -> None:
+        if not model_name or any(c in model_name for c in "\r\n"):
+            raise UserError(f"model name {model_name!r} is not valid")
+        provider = options.get("provider")
+        super().__init__(
+            model_name,
+            provider=provider if provider is not None else OpenAIProvider(),
+            settings=options.get("settings"),
+        )
+        policy = options.get("download_url_policy")
+        self.download_url_policy: UrlPolicy = policy if policy is not None else UrlPolicy()
+        """The policy for downloading user content this endpoint takes only as bytes."""
+        self.max_download_bytes = options.get("max_download_bytes", DEFAULT_MAX_DOWNLOAD_BYTES)
+        """Largest such download."""
+
+    @property
+    def profile(self) -> ModelProfile:
+        """What this model supports; requests asking for more fail before any I/O."""
+        return self._profile
+
+    def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
+        del stream
+        return self._provider.endpoint(self._api, self._model_name)
+
+    @abc.abstractmethod
+    def _needs_bytes(self, item: UserContent) -> bool:
+        """Whether `item` must be downloaded and sent as bytes."""
+
+    async def _prepare(self, call: ModelCall) -> ModelCall:
+        return await resolve_downloads(
+            call, self._needs_bytes, policy=self.download_url_policy, max_bytes=self.max_download_bytes
+        )
+
+    def _check_response(self, response: ModelResponse) -> None:
+        """Raise `ContentFilterError` for a refused or filtered answer (documented behaviour of both clients)."""
+        if response.finish_reason != "content_filter":
+            return
+        refusal = (response.provider_details or {}).get("refusal")
+        reason = (
+            f"the model refused: {refusal}"
+            if isinstance(refusal, str) and refusal
+            else "the answer was stopped by the content filter"
+        )
+        raise ContentFilterError(
+            reason,
+            provider_name=self.provider_name,
+            model_name=self.model_name,
+            details={"response": response, "refusal": refusal},
+        )
+
+
+class OpenAIChatModel(_OpenAIModelBase):
+    """A model behind a Chat Completions endpoint: OpenAI or any OpenAI-compatible server.
+
+    ```python
+    model = OpenAIChatModel("gpt-4.1-mini", provider=OpenAIProvider(api_key=...))
+    model = OpenAIChatModel("llama3.2", provider=OllamaProvider())
+    ```
+
+    The profile and dialect come from the provider's table for `model_name` (fail-closed for
+    unknown models); pass `profile=` / `dialect=` to override them. A refused or content-filtered
+    answer raises [`ContentFilterError`][ferrule.core.errors.ContentFilterError] with the response
+    in `details["response"]`. With `routing=` (OpenRouter only) the typed provider routing is sent.
+    """
+
+    _api = "chat"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        dialect: ChatDialect | None = None,
+        routing: Any = None,
+        **options: Unpack[OpenAIModelOptions],
+    ) -> None:
+        super().__init__(model_name, options)
+        resolved = self._provider.chat_profile(model_name)
+        profile = options.get("profile")
+        self._profile = profile if profile is not None else resolved.profile
+        self.dialect: ChatDialect = dialect if dialect is not None else resolved.dialect
+        """How this endpoint spells the Chat Completions fields that vary between servers."""
+        if routing is not None:
+            from .compatible import OpenRouterRouting
+
+            if not isinstance(routing, OpenRouterRouting):
+                raise UserError("routing must be an OpenRouterRouting")
+            if self._provider.name != "openrouter":
+                raise UserError(
+                    "routing= is OpenRouter's; this model's provider is " + repr(self._provider.name)
+                )
+        self.routing = routing
+        """OpenRouter provider routing preferences (an `OpenRouterRouting`), or `None`."""
+
+    def codec(self) -> ChatCodec:
+        """The codec of this model's requests (its dialect, provider and OpenRouter routing)."""
+        provider = self._provider
+        routing = self.routing
+        return ChatCodec(
+            model_name=self._model_name,
+            dialect=self.dialect,
+            provider_name=provider.name,
+            provider_url=provider.base_url,
+            extra_fields={"provider": routing.to_json()} if routing is not None else None,
+            # OpenRouter's routing is typed: extra_body may not set it even when none is given.
+            extra_owned_keys=("provider",) if routing is not None or provider.name == "openrouter" else (),
+        )
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> bytes:
+        """The request body this model sends for `call` (no downloads, no tool emulation)."""
+        return self.codec().encode(call, stream=stream).body
+
+    def _needs_bytes(self, item: UserContent) -> bool:
+        if isinstance(item, AudioUrl):
+            return True
+        if isinstance(item, DocumentUrl):
+            return (
+                item.force_download is not False
+                or not self.dialect.file_urls
+                or is_text_like(item.resolved_media_type)
+            )
+        if isinstance(item, ImageUrl | VideoUrl):
+            return item.force_download is not False
+        return False
+
+    def _emulation(self, call: ModelCall) -> Any:
+        """The tool-emulation module when this call's tools must be emulated, else `None`."""
+        if self._profile.tools_emulated_via_output and bool(call.tools or call.output_tools):
+            return _emulation()
+        return None
+
+    async def _prepare(self, call: ModelCall) -> ModelCall:
+        """The call as encoded: downloads resolved, tools emulated when the profile says so."""
+        prepared = await super()._prepare(call)
+        emulation = self._emulation(prepared)
+        return prepared if emulation is None else emulation.encode_emulated_tools(prepared)
+
+    async def _request(self, call: ModelCall) -> ModelResponse:
+        response = await super()._request(call)
+        emulation = self._emulation(call)
+        return response if emulation is None else emulation.decode_emulated_tools(response, call)
+
+    def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        events = super()._stream(call)
+        emulation = self._emulation(call)
+        # The emulated stream closes `events` when it is closed.
+        return events if emulation is None else emulation.emulated_tool_stream(events, call)
+
+
+def _emulation() -> Any:
+    """The tool-emulation transform (a separate module, loaded only for models that need it)."""
+    try:
+        return importlib.import_module("ferrule.providers.openai._tool_emulation")
+    except ImportError as exc:  # pragma: no cover - shipped with the package
+        raise UserError(
+            "this model's profile emulates tools, but the tool-emulation module is missing"
+        ) from exc
+
+
+class OpenAIResponsesModel(_OpenAIModelBase):
+    """A model behind OpenAI's Responses API (also Azure OpenAI's and DeepSeek's).
+
+    Stateless by default: `store` is off and the whole history is replayed on every request, with
+    reasoning items carried as encrypted content and sent back only to the same provider and model.
+    A refused or content-filtered answer raises
+    [`ContentFilterError`][ferrule.core.errors.ContentFilterError].
+    """
+
+    _api = "responses"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        dialect: ResponsesDialect | None = None,
+        **options: Unpack[OpenAIModelOptions],
+    ) -> None:
+        super().__init__(model_name, options)
+        resolved = self._provider.responses_profile(model_name)
+        profile = options.get("profile")
+        self._profile = profile if profile is not None else resolved.profile
+        self.dialect: ResponsesDialect = dialect if dialect is not None else resolved.dialect
+        """How the Responses endpoint is used (stateless storage, reasoning replay)."""
+
+    def codec(self) -> ResponsesCodec:
+        """The codec of this model's requests (its dialect, profile and provider)."""
+        return ResponsesCodec(
+            model_name=self._model_name,
+            dialect=self.dialect,
+            profile=self._profile,
+            provider_name=self._provider.name,
+            provider_url=self._provider.base_url,
+        )
+
+    def encode(self, call: ModelCall, *, stream: bool = False) -> bytes:
+        """The request body this model sends for `call` (no downloads)."""
+        return self.codec().encode(call, stream=stream).body
+
+    def _needs_bytes(self, item: UserContent) -> bool:
+        return isinstance(item, ImageUrl | DocumentUrl) and item.force_download is not False
