@@ -580,6 +580,50 @@ def test_remote_references_are_never_resolved() -> None:
             _schema_compile._generate({"$ref": uri}, [], [])
 
 
+@pytest.mark.parametrize(
+    ("schema", "cycle"),
+    [
+        ({"$ref": "#"}, "# -> #"),
+        ({"anyOf": [{"$ref": "#"}, {"type": "null"}]}, "# -> #"),
+        ({"not": {"$ref": "#"}}, "# -> #"),
+        ({"if": {"$ref": "#"}}, "# -> #"),
+        (
+            {
+                "$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"oneOf": [{"$ref": "#/$defs/a"}]}},
+                "$ref": "#/$defs/a",
+            },
+            "#/$defs/a -> #/$defs/b -> #/$defs/a",
+        ),
+        (
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "definitions": {"a": {"anyOf": [{"$ref": "#/definitions/a"}]}},
+                "type": "object",
+            },
+            "#/definitions/a -> #/definitions/a",
+        ),
+    ],
+)
+def test_reference_cycles_that_never_descend_are_refused(schema: dict[str, Any], cycle: str) -> None:
+    # Each of these would recurse without end on any value; the checker refuses them up front.
+    with pytest.raises(InvalidJsonSchemaError, match="never descends") as caught:
+        compile_validator(schema)
+    assert cycle in str(caught.value)
+
+
+def test_recursion_through_a_part_of_the_value_is_accepted() -> None:
+    tree = {
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
+        "anyOf": [{"required": ["children"]}, {"$ref": "#/$defs/leaf"}],
+        "$defs": {"leaf": {"properties": {"value": {"$ref": "#"}}}},
+    }
+    validator = compile_validator(tree)
+    validator.validate({"children": [{"children": []}, {"value": {"children": []}}]})
+    with pytest.raises(SchemaValidationError):
+        validator.validate({"children": [{"children": 3}]})
+
+
 def test_compiler_failures_become_invalid_schema_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     from ferrule.core import _schema_compile
 

@@ -233,6 +233,7 @@ class _Checker:
                     "add the definition or fix the reference",
                     "$ref",
                 )
+        _refuse_ref_cycles(self.root, definitions, self.container)
 
     def schema(self, node: Any, pointer: str, depth: int) -> None:
         if depth > self.max_depth:
@@ -432,6 +433,73 @@ def parse_ref(ref: str, container: str = "$defs") -> str | SchemaProblem | None:
             message=f"reference {ref!r} has an invalid JSON Pointer escape; use `~0` for `~` and `~1` for `/`",
         )
     return token.replace("~1", "/").replace("~0", "~")
+
+
+# Keywords that apply their subschemas to the same value, not to a part of it: a `$ref` cycle made
+# only of these never reaches a smaller value, so validating anything against it never ends.
+_IN_PLACE: Final = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas"})
+
+
+def _in_place_refs(node: Any, container: str) -> Iterator[str | None]:
+    """The definitions (`None` for the root) that `node` applies to its own value."""
+    if not isinstance(node, dict):
+        return
+    for key, value in cast("dict[str, Any]", node).items():
+        if key == "$ref":
+            name = parse_ref(value, container)
+            if not isinstance(name, SchemaProblem):
+                yield name
+        elif key in _IN_PLACE:
+            children: list[Any]
+            if isinstance(value, list):
+                children = cast("list[Any]", value)
+            elif key == "dependentSchemas" and isinstance(value, dict):
+                children = list(cast("dict[str, Any]", value).values())
+            else:
+                children = [value]
+            for child in children:
+                yield from _in_place_refs(child, container)
+
+
+def _refuse_ref_cycles(root: Any, definitions: Mapping[str, Any], container: str) -> None:
+    """Raise `SchemaProblem` when `$ref`s lead back to a schema without descending into the value."""
+    edges: dict[str | None, set[str | None]] = {
+        name: set(_in_place_refs(schema, container)) for name, schema in definitions.items()
+    }
+    edges[None] = set(_in_place_refs(root, container))
+    done: set[str | None] = set()
+    for start in edges:
+        path: list[str | None] = []
+        stack: list[tuple[str | None, Iterator[str | None]]] = [(start, iter(edges.get(start, ())))]
+        on_path = {start}
+        path.append(start)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, _END)
+            if child is _END:
+                stack.pop()
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+                continue
+            if child in on_path:
+                cycle = [*path[path.index(child) :], child]
+                shown = " -> ".join("#" if name is None else f"#/{container}/{name}" for name in cycle)
+                raise SchemaProblem(
+                    unsupported=False,
+                    pointer="",
+                    message=f"`$ref` cycle {shown} never descends into the value, so validation would "
+                    "never end; put the recursion under `properties`, `items` or another keyword that "
+                    "applies to a part of the value",
+                    keyword="$ref",
+                )
+            if child not in done:
+                on_path.add(child)
+                path.append(child)
+                stack.append((child, iter(edges.get(child, ()))))
+
+
+_END: Final[Any] = object()
 
 
 def check(schema: Any, *, max_depth: int) -> None:
