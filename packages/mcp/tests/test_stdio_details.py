@@ -102,3 +102,23 @@ async def test_list_changed_notification_on_a_handshake_connection_refreshes_too
         with anyio.fail_after(5):
             await changed.wait()
         assert [i.name for i in await server.list_tools()] == [*before, "added"]
+
+
+async def test_credentials_in_the_childs_environment_stay_out_of_its_errors() -> None:
+    from ferrule.mcp import MCPConnectionError
+
+    secret = "tok-2f9c4e1a8b7d"
+    script = "import os, sys; sys.stderr.write('starting with SERVICE_TOKEN=' + os.environ['SERVICE_TOKEN']); sys.exit(3)"
+    server = MCPServerStdio(
+        sys.executable,
+        ["-c", script],
+        env={"SERVICE_TOKEN": secret, "MODE": "debug-mode-1"},
+        max_connect_attempts=1,
+    )
+    with pytest.raises(MCPConnectionError) as caught:
+        async with server:
+            await server.list_tools()
+    text = f"{caught.value} {caught.value!r} {server.stderr_tail}"
+    assert "starting with SERVICE_TOKEN=" in text  # the detail is kept ...
+    assert secret not in text  # ... without the credential
+    assert "debug-mode-1" not in repr(server)

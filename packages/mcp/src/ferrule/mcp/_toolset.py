@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import CoroutineType, TracebackType
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, Self, TypeAlias, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -989,12 +989,23 @@ def build_env(env: Mapping[str, str] | None, inherit_env: bool | Collection[str]
     return base
 
 
+_SECRET_NAME_PARTS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def _is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential (`GITHUB_TOKEN`, `API_KEY`)."""
+    upper = name.upper()
+    return any(part in upper for part in _SECRET_NAME_PARTS)
+
+
 class MCPServerStdio(MCPToolset):
     """An MCP server run as a child process speaking JSON-RPC over its stdin and stdout.
 
     The child gets an explicit environment: `PATH`, `HOME`, locale and temp-dir variables, the
     names in `inherit_env` (or everything with `inherit_env=True`), then `env`. Secrets in this
-    process's environment are not passed on unless asked for.
+    process's environment are not passed on unless asked for. The values of the child's variables
+    whose names say they hold a credential (containing `KEY`, `TOKEN`, `SECRET`, `PASSWORD`,
+    `PASSWD`, `CREDENTIAL` or `AUTH`) are redacted from errors, events, logs and `stderr_tail`.
     """
 
     def __init__(
@@ -1035,6 +1046,13 @@ class MCPServerStdio(MCPToolset):
         """Seconds between SIGTERM and SIGKILL."""
         self._state: StdioState | None = None
         super().__init__(id=id or _command_id(command, self.args), **options)
+        secrets = [
+            value for name, value in build_env(self.env, self.inherit_env).items() if _is_secret_name(name)
+        ]
+        if secrets:
+            # A server that fails often prints its configuration; its credentials stay out of
+            # errors, events, logs and `stderr_tail`.
+            self.redactor = Redactor(secrets)
 
     @property
     def pid(self) -> int | None:
@@ -1049,7 +1067,7 @@ class MCPServerStdio(MCPToolset):
     @property
     def stderr_tail(self) -> str:
         """The most recent standard error of the child (with `stderr="capture"`)."""
-        return self._state.stderr.text() if self._state is not None else ""
+        return self._redact(self._state.stderr.text()) if self._state is not None else ""
 
     def _server(self, session: _Session) -> Any:
         from ._stdio import StdioState, open_stdio
