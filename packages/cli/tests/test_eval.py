@@ -95,4 +95,4 @@ def test_eval_says_when_ferrule_evals_is_not_installed(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "needs ferrule-evals, which is not installed" in proc.stderr
-    assert "pip install 'ferrule-cli[evals]'" in proc.stderr
+    assert "python tools/install.py 'ferrule-cli[evals]'" in proc.stderr

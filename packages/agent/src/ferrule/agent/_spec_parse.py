@@ -18,6 +18,7 @@ import msgspec.inspect as mi
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
+from ferrule.core.install import install_hint
 
 if TYPE_CHECKING:
     from ferrule.core.redaction import Redactor
@@ -91,7 +92,7 @@ def _load_yaml(raw: bytes, limits: bounded_json.JsonLimits, origin: str) -> Any:
         import yaml
     except ImportError:
         raise SpecParseError(
-            f"{origin} is YAML, which needs PyYAML: pip install 'ferrule-agent[yaml]' (or use JSON)"
+            f"{origin} is YAML, which needs PyYAML: {install_hint('ferrule-agent[yaml]')} (or use JSON)"
         ) from None
     max_depth = limits.max_depth
 

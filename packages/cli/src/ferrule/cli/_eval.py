@@ -15,6 +15,8 @@ from typing import Any
 
 import anyio
 
+from ferrule.core.install import install_hint
+
 from ._exit import ExitCode, UsageError
 
 __all__ = ["eval_command"]
@@ -70,7 +72,8 @@ def eval_command(args: argparse.Namespace) -> int:
     except ImportError:
         sys.stderr.write(
             "ferrule: error: `ferrule eval` needs ferrule-evals, which is not installed: "
-            "pip install 'ferrule-cli[evals]'\n"
+            + install_hint("ferrule-cli[evals]")
+            + "\n"
         )
         return int(ExitCode.USAGE)
     try:

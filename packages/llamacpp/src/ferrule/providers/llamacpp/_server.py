@@ -21,6 +21,7 @@ import anyio
 import msgspec
 
 from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.install import install_hint
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
@@ -68,7 +69,8 @@ class MissingServerDependencyError(UserError):
     def __init__(self) -> None:
         super().__init__(
             "running a local model needs the llama.cpp binding: "
-            f"pip install 'ferrule-llamacpp[server]' (or pip install '{XLLAMACPP_REQUIREMENT}')"
+            + install_hint("ferrule-llamacpp[server]")
+            + f" (or `pip install '{XLLAMACPP_REQUIREMENT}'`)"
         )
 
 

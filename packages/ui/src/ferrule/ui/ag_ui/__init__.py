@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ferrule.core.install import install_hint
+
 from ._encode import (
     APPROVAL_REASON,
     CONTENT_TYPE,
@@ -54,6 +56,6 @@ else:
             from ._app import app as build
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise ImportError(
-                "ferrule.ui.ag_ui.app needs Starlette: pip install 'ferrule-ui[server]'"
+                "ferrule.ui.ag_ui.app needs Starlette: " + install_hint("ferrule-ui[server]")
             ) from exc
         return build(agent, **options)
