@@ -137,3 +137,13 @@ def test_every_package_is_a_workspace_member_with_an_isolated_environment() -> N
     assert members == {f"packages/{folder.name}" for folder in PACKAGES}
     isolated = set(envs["iso"]["matrix"][0]["pkg"])
     assert isolated == {folder.name for folder in PACKAGES if folder != META}
+
+
+@pytest.mark.parametrize("folder", PACKAGES, ids=lambda f: f.name)
+def test_every_distribution_ships_the_licence(folder: Path) -> None:
+    # hatchling puts the project folder's LICENSE into the wheel's dist-info/licenses; each package's
+    # LICENSE is a link to the repository's one, so the text exists once.
+    licence = folder / "LICENSE"
+    assert licence.is_symlink(), f"{licence} should link to ../../LICENSE"
+    assert licence.resolve() == (folder.parents[1] / "LICENSE").resolve()
+    assert licence.read_text(encoding="utf-8").startswith("MIT License")
