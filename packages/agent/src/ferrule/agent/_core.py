@@ -10,6 +10,7 @@ from ferrule.core.retry import RetryPolicy
 
 from ._errors import ToolDefinitionError
 from ._instrument import Tracer
+from ._guard import SideEffectControls
 from ._output import OutputPlan, OutputSpecInfo, build_plan, resolve_mode
 from ._step_tools import StepTools
 from ._sync_tools import ToolThreads
@@ -83,6 +84,8 @@ class AgentCore:
         self.hooks: list[Hook] = []
         self.context_budget: ContextBudget | None = None
         self.pricing: Pricing | None = None
+        self.side_effects: SideEffectControls | None = None
+        """`guard=`, `confirm=`, the checkpoint store and binding (`None`: all defaults)."""
         self.has_deferred = False
         self.extended = False
         """Whether runs need the extension machinery (anything beyond tools, output and limits)."""

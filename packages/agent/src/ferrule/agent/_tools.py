@@ -23,6 +23,8 @@ from ._schema import SchemaMismatch, check_against, compile_schema, strip_title,
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
 
 __all__ = [
+    "Confirmation",
+    "Risk",
     "SideEffect",
     "Tool",
     "ToolLimits",
@@ -35,6 +37,16 @@ SideEffect: TypeAlias = Literal["read_only", "idempotent", "non_idempotent"]
 `read_only` and `idempotent` calls may be repeated safely: a timeout becomes a retry prompt.
 A `non_idempotent` call whose outcome is unknown (it timed out or was interrupted while running)
 is recorded as unknown and never retried automatically.
+"""
+
+Risk: TypeAlias = Literal["low", "medium", "high"]
+"""How much harm a wrong call of a tool can do; recorded on its `ActionReceipt`s."""
+
+Confirmation: TypeAlias = Literal["never", "always", "risk"]
+"""When calls of a tool need confirmation (approval) before they run.
+
+`never`: only when `requires_approval` says so; `always`: every call (like `requires_approval=True`);
+`risk`: every call when the tool's `risk` is `"high"`, else as `never`.
 """
 
 ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitable[bool]"]
@@ -148,6 +160,7 @@ class Tool(Generic[DepsT]):
         "_threads",
         "_validator",
         "args_type",
+        "confirmation",
         "defer_loading",
         "definition",
         "description",
@@ -161,6 +174,7 @@ class Tool(Generic[DepsT]):
         "parameters_json_schema",
         "prepare",
         "requires_approval",
+        "risk",
         "sequential",
         "side_effect",
         "strict",
@@ -183,6 +197,8 @@ class Tool(Generic[DepsT]):
         timeout: float | None = None,
         limits: ToolLimits | None = None,
         side_effect: SideEffect = "non_idempotent",
+        risk: Risk = "low",
+        confirmation: Confirmation = "never",
         strict: bool | None = None,
         metadata: dict[str, Any] | None = None,
         prepare: Callable[
@@ -197,6 +213,10 @@ class Tool(Generic[DepsT]):
             raise ToolDefinitionError(
                 f"side_effect must be 'read_only', 'idempotent' or 'non_idempotent', got {side_effect!r}"
             )
+        if risk not in ("low", "medium", "high"):
+            raise ToolDefinitionError(f"risk must be 'low', 'medium' or 'high', got {risk!r}")
+        if confirmation not in ("never", "always", "risk"):
+            raise ToolDefinitionError(f"confirmation must be 'never', 'always' or 'risk', got {confirmation!r}")
         if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
             raise ToolDefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_retries is not None and max_retries < 0:
@@ -205,6 +225,13 @@ class Tool(Generic[DepsT]):
         """The Python function (`None` for an external tool)."""
         self.max_retries = max_retries
         """Retry budget of this tool; `None` uses the agent's `retries`."""
+        self.risk: Risk = risk
+        """How much harm a wrong call can do (recorded on receipts; `confirmation="risk"` reads it)."""
+        self.confirmation: Confirmation = confirmation
+        """When calls need confirmation; `always` (or `risk` with `risk="high"`) sets `requires_approval`."""
+        if confirmation == "always" or (confirmation == "risk" and risk == "high"):
+            # One mechanism for every confirmation: the approval path (pause, `confirm=`, planning).
+            requires_approval = True
         self.requires_approval = requires_approval
         """`True`, or a predicate on validated arguments, when calls need an approval decision."""
         self.kind: Literal["function", "external"] = "external" if external else "function"
@@ -528,7 +555,7 @@ class Tool(Generic[DepsT]):
         return own
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r})"
+        return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r}, risk={self.risk!r})"
 
 
 def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:

@@ -1,0 +1,158 @@
+"""Action receipts: what became of every call of a tool that is not read-only.
+
+Receipts are read from the history when asked for (`AgentRunResult.actions`), never built per
+step: each tool result already records its outcome (`success`, `failed`, `denied`, an
+`interrupted` call whose outcome is unknown), and a retry prompt answering a call means it failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, assert_never, cast
+
+import msgspec
+
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from ._tools import Risk, SideEffect, Tool
+
+__all__ = ["MAX_DETAIL_CHARS", "ActionReceipt", "ActionStatus", "receipts_from_messages", "safe_detail"]
+
+ActionStatus: TypeAlias = Literal["succeeded", "failed", "denied", "confirmation_required", "unknown"]
+"""How a call of a tool that is not read-only ended.
+
+`unknown`: it was interrupted or timed out while running and may have taken effect; it is never
+retried automatically. `confirmation_required`: it waits for a decision and has not run.
+"""
+
+MAX_DETAIL_CHARS: Final = 1000
+"""Longest `detail` kept on a receipt (the rest is cut and marked)."""
+
+
+class ActionReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """The record of one call of a tool that is not read-only."""
+
+    tool_call_id: str
+    """The call's ID (the tool sees it as `ctx.tool_call_id`)."""
+    tool_name: str
+    """The tool."""
+    status: ActionStatus
+    """How the call ended."""
+    side_effect: SideEffect
+    """The tool's declared side effect (`idempotent` or `non_idempotent`)."""
+    risk: Risk = "low"
+    """The tool's declared risk."""
+    detail: str | None = None
+    """Why it failed, was denied, waits or is unknown (bounded, credentials redacted)."""
+    step_id: str | None = None
+    """The plan step that made the call (`ferrule.planning`); `None` for ordinary agent runs."""
+
+
+def safe_detail(text: str) -> str:
+    """`text` with credentials redacted and cut to `MAX_DETAIL_CHARS`: safe on receipts and in logs."""
+    from ferrule.core.http import redact_text
+
+    text = redact_text(text)
+    if len(text) <= MAX_DETAIL_CHARS:
+        return text
+    return f"{text[:MAX_DETAIL_CHARS]}... [{len(text) - MAX_DETAIL_CHARS} more characters]"
+
+
+ToolLookup: TypeAlias = Callable[[str], "Tool[Any] | None"]
+"""The tool a call named, or `None` when the run does not know it (any more)."""
+
+
+def receipts_from_messages(
+    messages: Iterable[Message],
+    tools: Mapping[str, Tool[Any]] | ToolLookup,
+    *,
+    step_id: str | None = None,
+    pending: Sequence[str] = (),
+) -> list[ActionReceipt]:
+    """A receipt for each call in `messages` of a tool that is not read-only, in result order.
+
+    `tools` resolves tool names (a mapping, or a function). A call of a tool it does not know is
+    skipped: output tools, names the model made up, and tools the run no longer offers. The calls
+    named in `pending` (waiting for approval, no result yet) get `confirmation_required` receipts.
+    """
+    lookup: ToolLookup = tools.get if isinstance(tools, Mapping) else tools
+    calls: dict[str, ToolCallPart] = {}
+    receipts: list[ActionReceipt] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    calls[part.tool_call_id] = part
+            continue
+        assert isinstance(message, ModelRequest)
+        for part in message.parts:
+            if not isinstance(part, (ToolReturnPart, RetryPromptPart)):
+                continue
+            call = calls.get(part.tool_call_id)
+            if call is None or not part.tool_name:
+                continue  # an output tool's or a malformed response's retry: no tool call of ours
+            tool = lookup(call.tool_name)
+            if tool is not None and tool.side_effect != "read_only":
+                receipts.append(_receipt(call, part, tool, step_id))
+    for call_id in pending:
+        call = calls.get(call_id)
+        tool = lookup(call.tool_name) if call is not None else None
+        if call is None or tool is None or tool.side_effect == "read_only":
+            continue
+        receipts.append(
+            ActionReceipt(
+                tool_call_id=call_id,
+                tool_name=call.tool_name,
+                status="confirmation_required",
+                side_effect=tool.side_effect,
+                risk=tool.risk,
+                detail="the call waits for a decision and has not run",
+                step_id=step_id,
+            )
+        )
+    return receipts
+
+
+def _receipt(
+    call: ToolCallPart, part: ToolReturnPart | RetryPromptPart, tool: Tool[Any], step_id: str | None
+) -> ActionReceipt:
+    from ._run import TOOL_NOT_EXECUTED
+
+    status: ActionStatus
+    detail: str | None = None
+    if isinstance(part, RetryPromptPart):
+        status, detail = "failed", safe_detail(part.model_response())
+    else:
+        match part.outcome:
+            case "success" if part.content == TOOL_NOT_EXECUTED:
+                status, detail = "failed", "not executed: a final result was already processed"
+            case "success":
+                status = "succeeded"
+            case "denied":
+                status, detail = "denied", safe_detail(part.model_response_str())
+            case "interrupted":
+                raw: Any = part.metadata
+                metadata = cast("dict[str, Any]", raw) if isinstance(raw, dict) else {}
+                unknown = metadata.get("ferrule_outcome") == "unknown"
+                status = "unknown" if unknown else "failed"
+                detail = safe_detail(part.model_response_str())
+            case "failed" | "retried":
+                status, detail = "failed", safe_detail(part.model_response_str())
+            case never:
+                assert_never(never)
+    return ActionReceipt(
+        tool_call_id=part.tool_call_id,
+        tool_name=call.tool_name,
+        status=status,
+        side_effect=tool.side_effect,
+        risk=tool.risk,
+        detail=detail,
+        step_id=step_id,
+    )
