@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 import anyio
@@ -26,7 +27,9 @@ def build_agent(db: str, effects: str) -> Agent[None, str]:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         if isinstance(last.parts[0], UserPromptPart):
-            return ModelResponse(parts=[ToolCallPart(tool_name="charge", args={"cents": 500}, tool_call_id="c1")])
+            return ModelResponse(
+                parts=[ToolCallPart(tool_name="charge", args={"cents": 500}, tool_call_id="c1")]
+            )
         return ModelResponse(parts=[TextPart("charged")])
 
     def charge(cents: int) -> str:
@@ -45,10 +48,8 @@ async def _pause(db: str, effects: str) -> None:
     print(outcome.state.run_id)
 
 
-async def _resume(db: str, effects: str, run_id: str, go: str) -> None:
+async def _resume(db: str, effects: str, run_id: str) -> None:
     agent = build_agent(db, effects)
-    while not os.path.exists(go):  # both racers start, then both are released at once
-        await anyio.sleep(0.001)
     try:
         await agent.resume(run_id=run_id, decisions={"c1": Approved()})
     except CheckpointConsumedError:
@@ -62,7 +63,9 @@ def main(argv: list[str]) -> None:
         case ["pause", db, effects]:
             anyio.run(_pause, db, effects)
         case ["resume", db, effects, run_id, go]:
-            anyio.run(_resume, db, effects, run_id, go)
+            while not os.path.exists(go):  # both racers start, then both are released at once
+                time.sleep(0.001)
+            anyio.run(_resume, db, effects, run_id)
         case _:
             raise SystemExit(f"usage: {__doc__}")
 

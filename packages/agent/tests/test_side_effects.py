@@ -67,7 +67,9 @@ def calls_then_text(*calls: ToolCallPart, rounds: int = 1) -> FunctionModel:
         if seen["n"] <= rounds:
             return ModelResponse(
                 parts=[
-                    ToolCallPart(tool_name=c.tool_name, args=c.args, tool_call_id=f"{c.tool_call_id}{seen['n']}")
+                    ToolCallPart(
+                        tool_name=c.tool_name, args=c.args, tool_call_id=f"{c.tool_call_id}{seen['n']}"
+                    )
                     for c in calls
                 ]
                 if rounds > 1
@@ -76,7 +78,9 @@ def calls_then_text(*calls: ToolCallPart, rounds: int = 1) -> FunctionModel:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         parts = [p for p in last.parts if isinstance(p, (ToolReturnPart, RetryPromptPart))]
-        return ModelResponse(parts=[TextPart(" ".join(f"{p.tool_call_id}:{type(p).__name__}" for p in parts))])
+        return ModelResponse(
+            parts=[TextPart(" ".join(f"{p.tool_call_id}:{type(p).__name__}" for p in parts))]
+        )
 
     return FunctionModel(respond)
 
@@ -130,11 +134,14 @@ async def test_n01_confirmation_risk_asks_only_for_high_risk_tools() -> None:
     ledger = Ledger()
     high = Tool(ledger.charge, name="charge", risk="high", confirmation="risk")
     medium = Tool(ledger.charge, name="charge_small", risk="medium", confirmation="risk")
-    assert high.requires_approval is True and medium.requires_approval is False
+    assert high.requires_approval is True
+    assert medium.requires_approval is False
     agent = Agent(first_prompt_calls(call("charge_small", "s1", cents=1)), tools=[high, medium])
     result = await agent.run("go")
     assert ledger.charges == [1]
-    assert [(a.tool_name, a.status, a.risk) for a in result.actions] == [("charge_small", "succeeded", "medium")]
+    assert [(a.tool_name, a.status, a.risk) for a in result.actions] == [
+        ("charge_small", "succeeded", "medium")
+    ]
 
 
 def test_n01_unknown_risk_and_confirmation_values_are_refused() -> None:
@@ -145,7 +152,8 @@ def test_n01_unknown_risk_and_confirmation_values_are_refused() -> None:
         Tool(noop, risk="severe")  # pyright: ignore[reportArgumentType]
     with pytest.raises(ToolDefinitionError, match="confirmation must be 'never', 'always' or 'risk'"):
         Tool(noop, confirmation="sometimes")  # pyright: ignore[reportArgumentType]
-    assert Tool(noop).risk == "low" and Tool(noop).confirmation == "never"
+    assert Tool(noop).risk == "low"
+    assert Tool(noop).confirmation == "never"
     assert Tool(noop, risk="high").replace(name="other").risk == "high"
 
 
@@ -171,7 +179,8 @@ async def test_n02_guard_denial_is_recorded_and_not_a_retry() -> None:
     denied = result.new_messages()[2]
     assert isinstance(denied, ModelRequest)
     first = denied.parts[0]
-    assert isinstance(first, ToolReturnPart) and first.outcome == "denied"  # a result, not a retry prompt
+    assert isinstance(first, ToolReturnPart)
+    assert first.outcome == "denied"
     assert "not authorized" in str(first.content)
     assert [(a.tool_call_id, a.status) for a in result.actions] == [("big", "denied"), ("small", "succeeded")]
 
@@ -193,8 +202,11 @@ async def test_n02_guard_may_deny_with_a_message_or_ask_for_a_retry() -> None:
     results = result.new_messages()[2]
     assert isinstance(results, ModelRequest)
     a, b = results.parts[:2]
-    assert isinstance(a, ToolReturnPart) and a.outcome == "denied" and a.content == "over the limit"
-    assert isinstance(b, RetryPromptPart) and b.content == "choose another amount"
+    assert isinstance(a, ToolReturnPart)
+    assert a.outcome == "denied"
+    assert a.content == "over the limit"
+    assert isinstance(b, RetryPromptPart)
+    assert b.content == "choose another amount"
     assert ledger.charges == []
     assert [(r.tool_call_id, r.status) for r in result.actions] == [("a", "denied"), ("b", "failed")]
 
@@ -233,11 +245,18 @@ async def test_n02_confirm_may_override_arguments_and_is_not_asked_with_external
         return Approved(override_args={"cents": 1})
 
     tool = Tool(ledger.charge, name="charge", confirmation="always")
-    result = await Agent(first_prompt_calls(call("charge", "c", cents=900)), tools=[tool], confirm=confirm).run("go")
-    assert isinstance(result, AgentRunResult) and ledger.charges == [1]
+    result = await Agent(
+        first_prompt_calls(call("charge", "c", cents=900)), tools=[tool], confirm=confirm
+    ).run("go")
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [1]
 
     ship = Tool.external_tool("ship", parameters_json_schema={"type": "object", "properties": {}})
-    agent = Agent(first_prompt_calls(call("charge", "c", cents=9), call("ship", "e")), tools=[tool, ship], confirm=confirm)
+    agent = Agent(
+        first_prompt_calls(call("charge", "c", cents=9), call("ship", "e")),
+        tools=[tool, ship],
+        confirm=confirm,
+    )
     outcome = await agent.run_until_pause("go")
     assert isinstance(outcome, Paused)  # an external result must come from the application: all pause
     assert sorted(p.tool_call_id for p in outcome.pending) == ["c", "e"]
@@ -305,9 +324,12 @@ async def test_n03_every_call_that_is_not_read_only_gets_a_receipt() -> None:
     ]
     assert all(isinstance(a, ActionReceipt) and a.step_id is None for a in actions)
     detail = actions[1].detail or ""
-    assert "backend refused" in detail and SECRET not in detail  # credentials never reach a receipt
+    assert "backend refused" in detail
+    assert SECRET not in detail
     # `unknown_outcomes` is the unknown subset of the receipts; an unknown call is never retried.
-    assert [c.tool_call_id for c in result.unknown_outcomes] == [a.tool_call_id for a in actions if a.status == "unknown"]
+    assert [c.tool_call_id for c in result.unknown_outcomes] == [
+        a.tool_call_id for a in actions if a.status == "unknown"
+    ]
     assert sum(1 for m in result.new_messages() if isinstance(m, ModelResponse)) == 2
 
 
@@ -319,10 +341,15 @@ async def test_n03_paused_actions_list_what_ran_and_what_waits() -> None:
         return text
 
     tool = Tool(ledger.charge, name="charge", confirmation="always", risk="high")
-    agent = Agent(first_prompt_calls(call("note", "n", text="hi"), call("charge", "c", cents=3)), tools=[Tool(note), tool])
+    agent = Agent(
+        first_prompt_calls(call("note", "n", text="hi"), call("charge", "c", cents=3)),
+        tools=[Tool(note), tool],
+    )
     outcome = await agent.run_until_pause("go")
     assert isinstance(outcome, Paused)
-    assert [(a.tool_call_id, a.status, a.risk) for a in outcome.actions] == [("c", "confirmation_required", "high")]
+    assert [(a.tool_call_id, a.status, a.risk) for a in outcome.actions] == [
+        ("c", "confirmation_required", "high")
+    ]
     result = await agent.resume(outcome, {"c": Approved()})
     assert isinstance(result, AgentRunResult)
     assert [(a.tool_call_id, a.status) for a in result.actions] == [("n", "succeeded"), ("c", "succeeded")]
@@ -333,7 +360,9 @@ async def test_n03_paused_actions_list_what_ran_and_what_waits() -> None:
 
 def charging_agent(ledger: Ledger, store: CheckpointStore | None = None, **options: Any) -> Agent[None, str]:
     tool = Tool(ledger.charge, name="charge", confirmation="always", risk="high")
-    return Agent(first_prompt_calls(call("charge", "c1", cents=500)), tools=[tool], checkpoint_store=store, **options)
+    return Agent(
+        first_prompt_calls(call("charge", "c1", cents=500)), tools=[tool], checkpoint_store=store, **options
+    )
 
 
 async def test_n05_resuming_the_same_paused_state_twice_runs_nothing_the_second_time() -> None:
@@ -343,7 +372,8 @@ async def test_n05_resuming_the_same_paused_state_twice_runs_nothing_the_second_
     assert isinstance(outcome, Paused)
     data = outcome.to_json()
     first = await agent.resume(outcome, {"c1": Approved()})
-    assert isinstance(first, AgentRunResult) and ledger.charges == [500]
+    assert isinstance(first, AgentRunResult)
+    assert ledger.charges == [500]
     for again in (outcome, outcome.state, data):  # the same pause, however it is passed
         with pytest.raises(CheckpointConsumedError, match="already resumed"):
             await agent.resume(again, {"c1": Approved()})
@@ -364,7 +394,8 @@ async def test_n04_resume_by_run_id_loads_from_the_store_and_claims_it_once() ->
     assert loaded.state_id == outcome.state.state_id
     # A fresh agent (as another worker would build it) resumes from the store by run ID alone.
     result = await charging_agent(ledger, store).resume(run_id=run_id, decisions={"c1": Approved()})
-    assert isinstance(result, AgentRunResult) and result.output == "done"
+    assert isinstance(result, AgentRunResult)
+    assert result.output == "done"
     assert ledger.charges == [500]
     with pytest.raises(CheckpointConsumedError):
         await charging_agent(ledger, store).resume(run_id=run_id, decisions={"c1": Approved()})
@@ -384,27 +415,36 @@ async def test_n05_wrong_decisions_do_not_use_up_the_checkpoint() -> None:
     with pytest.raises(DecisionError):
         await agent.resume(run_id=outcome.state.run_id, decisions={"other": Approved()})
     result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
-    assert isinstance(result, AgentRunResult) and ledger.charges == [500]
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [500]
 
 
 async def test_n05_a_resumed_run_that_pauses_again_gets_a_new_checkpoint() -> None:
     ledger = Ledger()
     store = InMemoryCheckpointStore()
     tool = Tool(ledger.charge, name="charge", confirmation="always")
-    agent = Agent(calls_then_text(call("charge", "c", cents=7), rounds=2), tools=[tool], checkpoint_store=store)
+    agent = Agent(
+        calls_then_text(call("charge", "c", cents=7), rounds=2), tools=[tool], checkpoint_store=store
+    )
     first = await agent.run_until_pause("go")
     assert isinstance(first, Paused)
     second = await agent.resume(run_id=first.state.run_id, decisions={"c1": Approved()})
     assert isinstance(second, Paused)  # the model asked for another charge
-    assert second.state.run_id == first.state.run_id and second.state.state_id != first.state.state_id
+    assert second.state.run_id == first.state.run_id
+    assert second.state.state_id != first.state.state_id
     # The old approval is stale: pinned to its state it is refused, replaying it is refused too.
     with pytest.raises(CheckpointConsumedError, match="superseded"):
-        await agent.resume(run_id=first.state.run_id, state_id=first.state.state_id, decisions={"c1": Approved()})
+        await agent.resume(
+            run_id=first.state.run_id, state_id=first.state.state_id, decisions={"c1": Approved()}
+        )
     with pytest.raises(CheckpointConsumedError):
         await agent.resume(first, {"c1": Approved()})
     assert ledger.charges == [7]
-    done = await agent.resume(run_id=first.state.run_id, state_id=second.state.state_id, decisions={"c2": Approved()})
-    assert isinstance(done, AgentRunResult) and ledger.charges == [7, 7]
+    done = await agent.resume(
+        run_id=first.state.run_id, state_id=second.state.state_id, decisions={"c2": Approved()}
+    )
+    assert isinstance(done, AgentRunResult)
+    assert ledger.charges == [7, 7]
 
 
 async def test_n04_sqlite_store_keeps_signed_states_in_a_file(tmp_path: Path) -> None:
@@ -417,12 +457,14 @@ async def test_n04_sqlite_store_keeps_signed_states_in_a_file(tmp_path: Path) ->
     # Another store object on the same file (another process would open it the same way).
     reopened = SqliteCheckpointStore(db, integrity_key=b"k1")
     loaded = await reopened.load(run_id)
-    assert isinstance(loaded, PausedState) and loaded.state_id == outcome.state.state_id
+    assert isinstance(loaded, PausedState)
+    assert loaded.state_id == outcome.state.state_id
     assert loaded.messages == outcome.state.messages
     with pytest.raises(PausedStateIntegrityError):
         await SqliteCheckpointStore(db, integrity_key=b"other").load(run_id)
     result = await charging_agent(ledger, reopened).resume(run_id=run_id, decisions={"c1": Approved()})
-    assert isinstance(result, AgentRunResult) and ledger.charges == [500]
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [500]
     with pytest.raises(CheckpointConsumedError):
         await store.load(run_id)
     with pytest.raises(CheckpointConsumedError):
@@ -448,7 +490,11 @@ async def test_n04_in_memory_store_is_bounded() -> None:
 def test_n05_two_processes_racing_to_resume_one_run_exactly_one_wins(tmp_path: Path) -> None:
     db, effects, go = str(tmp_path / "race.sqlite"), str(tmp_path / "effects.txt"), str(tmp_path / "go")
     paused = subprocess.run(
-        [sys.executable, str(WORKER), "pause", db, effects], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, str(WORKER), "pause", db, effects],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     run_id = paused.stdout.strip()
     racers = [
@@ -465,7 +511,8 @@ def test_n05_two_processes_racing_to_resume_one_run_exactly_one_wins(tmp_path: P
     assert [r.returncode for r in racers] == [0, 0], [err for _, err in outputs]
     assert sorted(out.strip() for out, _ in outputs) == ["consumed", "won"]
     lines = Path(effects).read_text().splitlines()
-    assert len(lines) == 1 and lines[0].endswith(" 500")  # the charge happened exactly once
+    assert len(lines) == 1
+    assert lines[0].endswith(" 500")
     assert int(lines[0].split()[0]) in {r.pid for r in racers}
 
 
@@ -505,14 +552,19 @@ async def test_n07_jsonl_observer_writes_events_without_content_by_default() -> 
     for details in (False, True):
         out = io.StringIO()
         observer = JsonlObserver(out, details=details)
-        agent = Agent(first_prompt_calls(call("lookup", "l", q=f"token {SECRET}")), tools=[Tool(lookup)], hooks=[observer])
+        agent = Agent(
+            first_prompt_calls(call("lookup", "l", q=f"token {SECRET}")),
+            tools=[Tool(lookup)],
+            hooks=[observer],
+        )
         await agent.run("tell me", event_handler=observer.on_event)
         text = out.getvalue()
         lines = [json.loads(line) for line in text.splitlines()]
         kinds = [line["event"] for line in lines]
         for kind in ("run_start", "model_request_start", "tool_execute_start", "tool_execute_end", "run_end"):
             assert kind in kinds
-        assert "function_tool_call" in kinds and "part_delta" not in kinds
+        assert "function_tool_call" in kinds
+        assert "part_delta" not in kinds
         end = next(line for line in lines if line["event"] == "tool_execute_end")
         assert (end["tool"], end["tool_call_id"], end["outcome"]) == ("lookup", "l", "success")
         assert SECRET not in text  # redacted always, details or not

@@ -29,6 +29,7 @@ from ferrule.core.retry import RetryPolicy
 from ._agent import Agent, EndStrategy
 from ._checkpoints import CheckpointStore, InMemoryCheckpointStore, SqliteCheckpointStore
 from ._context import RunContext
+from ._controls import CheckpointBinding, ConfirmFn, GuardFn
 from ._deferred import (
     Approved,
     Decision,
@@ -55,7 +56,6 @@ from ._events import (
     RunStep,
     ToolResultsStep,
 )
-from ._guard import CheckpointBinding, ConfirmFn, GuardFn
 from ._instrument import InstrumentationSettings
 from ._observe import JsonlObserver
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput

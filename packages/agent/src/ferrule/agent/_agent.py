@@ -21,6 +21,7 @@ from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 
 from ._checkpoints import CheckpointConsumedError, CheckpointStore
+from ._controls import CheckpointBinding, ConfirmFn, GuardFn, SideEffectControls, checkpoint_store_of
 from ._core import AgentCore, EndStrategy
 from ._deferred import (
     Decision,
@@ -29,7 +30,6 @@ from ._deferred import (
     PauseRequiredError,
 )
 from ._errors import attach_state
-from ._guard import CheckpointBinding, ConfirmFn, GuardFn, SideEffectControls, checkpoint_store_of
 from ._ext import NO_OPTIONS, RunOptions, run_options
 from ._instrument import InstrumentationSettings, Tracer
 from ._output import (
@@ -191,7 +191,12 @@ class Agent(Generic[DepsT, OutputT]):
         core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
         if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:
             core.pricing = Pricing()  # a cost limit is only enforceable with prices
-        if guard is not None or confirm is not None or checkpoint_store is not None or checkpoint_binding != "called_tools":
+        if (
+            guard is not None
+            or confirm is not None
+            or checkpoint_store is not None
+            or checkpoint_binding != "called_tools"
+        ):
             core.side_effects = SideEffectControls(guard, confirm, checkpoint_store, checkpoint_binding)
         core.update_extended()
 

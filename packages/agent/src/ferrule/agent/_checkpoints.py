@@ -160,18 +160,17 @@ class InMemoryCheckpointStore:
             record.state = None  # a used state is never needed again
 
 
-_DEFAULT: InMemoryCheckpointStore | None = None
-_DEFAULT_LOCK = threading.Lock()
+_default: list[InMemoryCheckpointStore] = []
+_default_lock = threading.Lock()
 
 
 def default_checkpoint_store() -> InMemoryCheckpointStore:
     """The process-wide store of agents built without `checkpoint_store=` (created on first use)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        with _DEFAULT_LOCK:
-            if _DEFAULT is None:
-                _DEFAULT = InMemoryCheckpointStore()
-    return _DEFAULT
+    if not _default:
+        with _default_lock:
+            if not _default:
+                _default.append(InMemoryCheckpointStore())
+    return _default[0]
 
 
 _SCHEMA = """
@@ -277,4 +276,3 @@ class SqliteCheckpointStore:
             )
             if cursor.rowcount != 1:
                 raise _consumed(run_id, state_id)
-

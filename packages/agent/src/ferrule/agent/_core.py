@@ -8,9 +8,9 @@ from ferrule.core.model import Model, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.retry import RetryPolicy
 
+from ._controls import SideEffectControls
 from ._errors import ToolDefinitionError
 from ._instrument import Tracer
-from ._guard import SideEffectControls
 from ._output import OutputPlan, OutputSpecInfo, build_plan, resolve_mode
 from ._step_tools import StepTools
 from ._sync_tools import ToolThreads

@@ -15,7 +15,6 @@ from ferrule.core import bounded_json, history
 from ferrule.core.messages import Message
 from ferrule.core.usage import RunUsage
 
-from ._receipts import ActionReceipt
 from ._errors import (
     AgentRunError,
     DecisionError,
@@ -23,6 +22,7 @@ from ._errors import (
     PausedStateIntegrityError,
     PausedStateVersionError,
 )
+from ._receipts import ActionReceipt
 
 __all__ = [
     "PAUSED_STATE_FORMAT",

@@ -10,8 +10,8 @@ they pause exactly as before.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -19,8 +19,8 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
 
-from ._checkpoints import CheckpointStore, default_checkpoint_store
 from ._context import RunContext
+from ._controls import ConfirmFn, GuardFn
 from ._deferred import Approved, DeferredCall, Denied
 from ._errors import DecisionError, ModelRetry
 from ._tools import Tool
@@ -29,66 +29,10 @@ if TYPE_CHECKING:
     from ._calls import ToolCallState
     from ._state import LoopState
 
-__all__ = [
-    "CheckpointBinding",
-    "ConfirmFn",
-    "GuardFn",
-    "SideEffectControls",
-    "apply_guard",
-    "checkpoint_store_of",
-    "confirmed",
-]
-
-GuardFn: TypeAlias = Callable[[RunContext[Any], Tool[Any], Any], "bool | Denied | None | Awaitable[bool | Denied | None]"]
-"""`guard(ctx, tool, args)`: `True`/`None` allows the call, `False` or `Denied(message)` denies it,
-raising `ModelRetry` sends the model a retry prompt. Sync guards run inline: keep them fast."""
-
-ConfirmFn: TypeAlias = Callable[
-    [RunContext[Any], Tool[Any], Any], "bool | Approved | Denied | Awaitable[bool | Approved | Denied]"
-]
-"""`confirm(ctx, tool, args)` for a call that needs approval: `True`/`Approved(...)` runs it,
-`False`/`Denied(message)` denies it. Sync callbacks run in a worker thread."""
-
-CheckpointBinding: TypeAlias = Literal["called_tools", "catalog"]
-"""What a paused state is bound to: the definitions of the tools its response called (default), or
-of every tool the run offered at the pause."""
+__all__ = ["apply_guard", "confirmed"]
 
 _NOT_AUTHORIZED = "The call of {name!r} was not authorized; it did not run."
 _NOT_CONFIRMED = "The call of {name!r} was not confirmed; it did not run."
-
-
-class SideEffectControls:
-    """The agent's `guard`, `confirm`, checkpoint store and checkpoint binding."""
-
-    __slots__ = ("binding", "confirm", "guard", "store")
-
-    def __init__(
-        self,
-        guard: GuardFn | None,
-        confirm: ConfirmFn | None,
-        store: CheckpointStore | None,
-        binding: CheckpointBinding,
-    ) -> None:
-        for name, fn in (("guard", guard), ("confirm", confirm)):
-            if fn is not None and not callable(fn):
-                raise UserError(f"{name}= must be a function (ctx, tool, args), got {fn!r}")
-        if store is not None and not isinstance(store, CheckpointStore):
-            raise UserError(
-                f"checkpoint_store= must implement CheckpointStore (save, load, consume), got {store!r}"
-            )
-        if binding not in ("called_tools", "catalog"):
-            raise UserError(f"checkpoint_binding must be 'called_tools' or 'catalog', got {binding!r}")
-        self.guard = guard
-        self.confirm = confirm
-        self.store = store
-        self.binding: CheckpointBinding = binding
-
-
-def checkpoint_store_of(controls: SideEffectControls | None) -> CheckpointStore:
-    """The store pauses are saved to and resumes claim from."""
-    if controls is not None and controls.store is not None:
-        return controls.store
-    return default_checkpoint_store()
 
 
 def _is_framework(run: LoopState, tool: Tool[Any]) -> bool:
@@ -104,7 +48,7 @@ async def apply_guard(run: LoopState, guard: GuardFn, calls: list[ToolCallState]
             continue
         ctx = run.call_context(tool, c.part.tool_call_id)
         try:
-            verdict = guard(ctx, tool, c.args)
+            verdict: Any = guard(ctx, tool, c.args)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except ModelRetry as retry:
@@ -153,15 +97,18 @@ async def confirmed(
                     ) from exc
             c.decision = verdict
         else:
-            raise UserError(f"confirm= returned {verdict!r}; return True, False, Approved(...) or Denied(...)")
+            raise UserError(
+                f"confirm= returned {verdict!r}; return True, False, Approved(...) or Denied(...)"
+            )
     return True
 
 
-async def _call(fn: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:
+async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:
     """An async callback awaited; a sync one in a worker thread (it may well wait for a person)."""
+    fn: Callable[..., Any] = confirm
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
         return await fn(ctx, tool, args)
-    result = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
+    result: Any = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
     if inspect.isawaitable(result):
         return await result
     return result

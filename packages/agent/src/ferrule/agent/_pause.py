@@ -19,6 +19,7 @@ from ferrule.core import bounded_json
 from ferrule.core.messages import ModelRequest, ModelResponse
 
 from ._calls import ToolCallState
+from ._controls import checkpoint_store_of
 from ._deferred import (
     Approved,
     Decision,
@@ -30,9 +31,8 @@ from ._deferred import (
     now_utc,
 )
 from ._errors import DecisionError, PausedStateError
-from ._guard import checkpoint_store_of
-from ._receipts import receipts_from_messages
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
+from ._receipts import receipts_from_messages
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
 
 __all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]

@@ -8,7 +8,7 @@ step: each tool result already records its outcome (`success`, `failed`, `denied
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, assert_never, cast
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import msgspec
 
@@ -23,7 +23,14 @@ from ferrule.core.messages import (
 
 from ._tools import Risk, SideEffect, Tool
 
-__all__ = ["MAX_DETAIL_CHARS", "ActionReceipt", "ActionStatus", "receipts_from_messages", "safe_detail"]
+__all__ = [
+    "MAX_DETAIL_CHARS",
+    "TOOL_NOT_EXECUTED",
+    "ActionReceipt",
+    "ActionStatus",
+    "receipts_from_messages",
+    "safe_detail",
+]
 
 ActionStatus: TypeAlias = Literal["succeeded", "failed", "denied", "confirmation_required", "unknown"]
 """How a call of a tool that is not read-only ended.
@@ -31,6 +38,9 @@ ActionStatus: TypeAlias = Literal["succeeded", "failed", "denied", "confirmation
 `unknown`: it was interrupted or timed out while running and may have taken effect; it is never
 retried automatically. `confirmation_required`: it waits for a decision and has not run.
 """
+
+TOOL_NOT_EXECUTED: Final = "Tool not executed - a final result was already processed."
+"""The result of a call skipped because a final result was already processed (it did not run)."""
 
 MAX_DETAIL_CHARS: Final = 1000
 """Longest `detail` kept on a receipt (the rest is cut and marked)."""
@@ -82,7 +92,7 @@ def receipts_from_messages(
     skipped: output tools, names the model made up, and tools the run no longer offers. The calls
     named in `pending` (waiting for approval, no result yet) get `confirmation_required` receipts.
     """
-    lookup: ToolLookup = tools.get if isinstance(tools, Mapping) else tools
+    lookup: ToolLookup = cast("Mapping[str, Tool[Any]]", tools).get if isinstance(tools, Mapping) else tools
     calls: dict[str, ToolCallPart] = {}
     receipts: list[ActionReceipt] = []
     for message in messages:
@@ -123,8 +133,6 @@ def receipts_from_messages(
 def _receipt(
     call: ToolCallPart, part: ToolReturnPart | RetryPromptPart, tool: Tool[Any], step_id: str | None
 ) -> ActionReceipt:
-    from ._run import TOOL_NOT_EXECUTED
-
     status: ActionStatus
     detail: str | None = None
     if isinstance(part, RetryPromptPart):
@@ -145,8 +153,6 @@ def _receipt(
                 detail = safe_detail(part.model_response_str())
             case "failed" | "retried":
                 status, detail = "failed", safe_detail(part.model_response_str())
-            case never:
-                assert_never(never)
     return ActionReceipt(
         tool_call_id=part.tool_call_id,
         tool_name=call.tool_name,

@@ -53,9 +53,10 @@ from ._events import (
     ToolResultsStep,
 )
 from ._ext import RunExt, RunOptions
-from ._output_step import Final, Rejected, count_output_failure, retry_output, text_output
 from ._guard import apply_guard, confirmed
+from ._output_step import Final, Rejected, count_output_failure, retry_output, text_output
 from ._pause import apply_decisions, deferred_calls, pause
+from ._receipts import TOOL_NOT_EXECUTED
 from ._request import request
 from ._scheduler import run_calls
 from ._state import DONE, HANDLE, REQUEST, Emit, LoopState
@@ -63,7 +64,6 @@ from .hooks import HookDispatcher
 
 __all__ = ["TOOL_NOT_EXECUTED", "Run", "new_run_id"]
 
-TOOL_NOT_EXECUTED = "Tool not executed - a final result was already processed."
 
 _TIMEOUT_MESSAGE = (
     "the run deadline passed; in-flight work was cancelled (raise run_timeout / timeout= to allow more)"

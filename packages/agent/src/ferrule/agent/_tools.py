@@ -216,7 +216,9 @@ class Tool(Generic[DepsT]):
         if risk not in ("low", "medium", "high"):
             raise ToolDefinitionError(f"risk must be 'low', 'medium' or 'high', got {risk!r}")
         if confirmation not in ("never", "always", "risk"):
-            raise ToolDefinitionError(f"confirmation must be 'never', 'always' or 'risk', got {confirmation!r}")
+            raise ToolDefinitionError(
+                f"confirmation must be 'never', 'always' or 'risk', got {confirmation!r}"
+            )
         if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
             raise ToolDefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_retries is not None and max_retries < 0:
@@ -555,7 +557,9 @@ class Tool(Generic[DepsT]):
         return own
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r}, risk={self.risk!r})"
+        return (
+            f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r}, risk={self.risk!r})"
+        )
 
 
 def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:
