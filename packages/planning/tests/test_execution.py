@@ -9,10 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
+import ferrule.agent
 from ferrule.agent import ModelRetry, Tool
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from ferrule.planning import (
+    ActionReceipt,
     BatchStartEvent,
     ConfirmationRequest,
     PlanBudget,
@@ -664,3 +666,32 @@ async def test_model_retry_messages_are_redacted_in_receipts_and_events() -> Non
     for text in (failed.error, detail, result.report.steps["a"].error or ""):
         assert "rejected key" in text
         assert "sk-abcdefghijklmnopqrstuvwx" not in text
+
+
+async def test_plan_receipts_are_the_agents_action_receipts_with_risk_and_confirmation() -> None:
+
+    tools = Recorder()
+    catalog = [
+        tools.tool("lookup", {"amount": 250}),
+        tools.tool(
+            "pay",
+            "paid",
+            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
+            side_effect="non_idempotent",
+            risk="high",
+            confirmation="always",  # no requires_approval=: confirmation alone gates the step
+        ),
+    ]
+    requests: list[ConfirmationRequest] = []
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        requests.append(request)
+        return True
+
+    result = await PlanningAgent(Script([pay_plan()]).model(), tools=catalog, confirm=confirm).run("go")
+    assert [(r.tool_name, r.risk) for r in requests] == [("pay", "high")]
+    assert all(type(a) is ferrule.agent.ActionReceipt for a in result.actions)
+    assert ActionReceipt is ferrule.agent.ActionReceipt
+    assert [(a.step_id, a.tool_name, a.status, a.risk) for a in result.actions] == [
+        ("pay", "pay", "succeeded", "high")
+    ]

@@ -60,7 +60,7 @@ from ._instrument import InstrumentationSettings
 from ._observe import JsonlObserver
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
-from ._receipts import ActionReceipt, ActionStatus
+from ._receipts import ActionReceipt, ActionStatus, receipts_from_messages
 from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
@@ -160,6 +160,7 @@ __all__ = [
     "ToolReturn",
     "ToolThreads",
     "UnexpectedModelBehavior",
+    "receipts_from_messages",
     "run_state_of",
     "__version__",
 ]
