@@ -3,6 +3,8 @@ outcomes, confirmation, agentic steps."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -695,3 +697,23 @@ async def test_plan_receipts_are_the_agents_action_receipts_with_risk_and_confir
     assert [(a.step_id, a.tool_name, a.status, a.risk) for a in result.actions] == [
         ("pay", "pay", "succeeded", "high")
     ]
+
+
+@pytest.mark.parametrize("details", [False, True])
+async def test_the_agents_jsonl_observer_records_plan_and_step_events(details: bool) -> None:
+    tools = Recorder()
+    out = io.StringIO()
+    observer = ferrule.agent.JsonlObserver(out, details=details)
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        return True
+
+    agent = PlanningAgent(Script([pay_plan()]).model(), tools=pay_tools(tools), confirm=confirm)
+    await agent.run("go", event_handler=observer.on_event)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    kinds = [line["event"] for line in lines]
+    for kind in ("plan_created", "batch_start", "step_start", "step_end", "completed"):
+        assert kind in kinds
+    starts = [line for line in lines if line["event"] == "step_start"]
+    assert [line["step_id"] for line in starts] == ["quote", "pay", "receipt"]
+    assert ("alice" in out.getvalue()) is details  # step inputs only with details=True
