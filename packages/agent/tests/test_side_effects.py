@@ -569,3 +569,21 @@ async def test_n07_jsonl_observer_writes_events_without_content_by_default() -> 
         assert (end["tool"], end["tool_call_id"], end["outcome"]) == ("lookup", "l", "success")
         assert SECRET not in text  # redacted always, details or not
         assert ("secret data for" in text) is details  # content only with details=True
+
+
+async def test_n03_paused_actions_include_calls_the_guard_denied() -> None:
+    ledger = Ledger()
+
+    def guard(ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Denied | None:
+        return Denied(message=f"no, token {SECRET}") if args.cents > 100 else None
+
+    tool = Tool(ledger.charge, name="charge", confirmation="always")
+    model = first_prompt_calls(call("charge", "big", cents=900), call("charge", "small", cents=9))
+    outcome = await Agent(model, tools=[tool], guard=guard).run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    assert [p.tool_call_id for p in outcome.pending] == ["small"]  # a denied call asks nobody
+    assert [(a.tool_call_id, a.status) for a in outcome.actions] == [
+        ("big", "denied"),
+        ("small", "confirmation_required"),
+    ]
+    assert SECRET not in (outcome.actions[0].detail or "")

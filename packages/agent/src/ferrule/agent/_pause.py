@@ -24,6 +24,7 @@ from ._deferred import (
     Approved,
     Decision,
     DeferredCall,
+    Denied,
     ExternalResult,
     Paused,
     PausedState,
@@ -32,7 +33,7 @@ from ._deferred import (
 )
 from ._errors import DecisionError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
-from ._receipts import receipts_from_messages
+from ._receipts import WAITING, receipts_from_messages, safe_detail, unsettled
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
 
 __all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]
@@ -138,12 +139,18 @@ async def pause(
     state.capabilities = list(loaded_on_demand)
     if run.queue is not None:
         state.queued_messages = list(run.queue.take())
-    by_name = run.step_tools.by_name
-    actions = receipts_from_messages(
-        run.messages[run.new_message_index :],
-        by_name,
-        pending=[d.tool_call_id for d in deferred if d.kind == "approval"],
-    )
+    # The paused response's calls have no results yet: in call order, those waiting for approval
+    # and those the guard already denied (their denial is the result they will get on resume).
+    actions = receipts_from_messages(run.messages[run.new_message_index : -1], run.step_tools.by_name)
+    approvals = {d.tool_call_id for d in deferred if d.kind == "approval"}
+    for c in calls:
+        tool = c.tool
+        if tool is None or tool.side_effect == "read_only":
+            continue
+        if c.part.tool_call_id in approvals:
+            actions.append(unsettled(c.part, tool, "confirmation_required", WAITING))
+        elif isinstance(c.decision, Denied):
+            actions.append(unsettled(c.part, tool, "denied", safe_detail(c.decision.message)))
     await checkpoint_store_of(controls).save(run.run_id, state)
     run.paused = Paused(state, actions)
     run.phase = PAUSED

@@ -42,6 +42,9 @@ retried automatically. `confirmation_required`: it waits for a decision and has 
 TOOL_NOT_EXECUTED: Final = "Tool not executed - a final result was already processed."
 """The result of a call skipped because a final result was already processed (it did not run)."""
 
+WAITING: Final = "the call waits for a decision and has not run"
+"""The `detail` of a `confirmation_required` receipt."""
+
 MAX_DETAIL_CHARS: Final = 1000
 """Longest `detail` kept on a receipt (the rest is cut and marked)."""
 
@@ -116,18 +119,23 @@ def receipts_from_messages(
         tool = lookup(call.tool_name) if call is not None else None
         if call is None or tool is None or tool.side_effect == "read_only":
             continue
-        receipts.append(
-            ActionReceipt(
-                tool_call_id=call_id,
-                tool_name=call.tool_name,
-                status="confirmation_required",
-                side_effect=tool.side_effect,
-                risk=tool.risk,
-                detail="the call waits for a decision and has not run",
-                step_id=step_id,
-            )
-        )
+        receipts.append(unsettled(call, tool, "confirmation_required", WAITING, step_id))
     return receipts
+
+
+def unsettled(
+    call: ToolCallPart, tool: Tool[Any], status: ActionStatus, detail: str | None, step_id: str | None = None
+) -> ActionReceipt:
+    """The receipt of a call that has no result in the history yet (it waits, or is already denied)."""
+    return ActionReceipt(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        status=status,
+        side_effect=tool.side_effect,
+        risk=tool.risk,
+        detail=detail,
+        step_id=step_id,
+    )
 
 
 def _receipt(
