@@ -708,7 +708,9 @@ async def test_the_agents_jsonl_observer_records_plan_and_step_events(details: b
     async def confirm(request: ConfirmationRequest) -> bool:
         return True
 
-    agent = PlanningAgent(Script([pay_plan()]).model(), tools=pay_tools(tools), confirm=confirm)
+    agent = PlanningAgent(
+        Script([pay_plan()]).model(), tools=pay_tools(tools), confirm=confirm, hooks=[observer]
+    )
     await agent.run("go", event_handler=observer.on_event)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     kinds = [line["event"] for line in lines]
@@ -716,4 +718,9 @@ async def test_the_agents_jsonl_observer_records_plan_and_step_events(details: b
         assert kind in kinds
     starts = [line for line in lines if line["event"] == "step_start"]
     assert [line["step_id"] for line in starts] == ["quote", "pay", "receipt"]
+    # The planner's and the composer's agents report their model requests through the hook.
+    agents = {line["agent"] for line in lines if line["event"] == "model_request_end"}
+    assert agents == {"planning-plan", "planning-composer"}
+    requests = [line for line in lines if line["event"] == "model_request_start"]
+    assert all(("request" in line) is details for line in requests)  # model traffic only with details
     assert ("alice" in out.getvalue()) is details  # step inputs only with details=True

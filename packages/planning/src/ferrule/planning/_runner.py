@@ -16,6 +16,7 @@ import msgspec
 
 from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn, ToolThreads, receipts_from_messages
 from ferrule.agent.exceptions import RunTimeoutError, run_state_of
+from ferrule.agent.hooks import Hook
 from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
@@ -153,6 +154,7 @@ class Runner:
         default_mode: Mode,
         step_instructions: str,
         step_settings: Any,
+        hooks: Sequence[Hook],
         confirm: Callable[[ConfirmationRequest], Any] | None,
         threads: ToolThreads,
         deps: Any,
@@ -174,6 +176,7 @@ class Runner:
         self.default_mode: Mode = default_mode
         self.step_instructions = step_instructions
         self.step_settings = step_settings
+        self.hooks = hooks
         self.confirm = confirm
         self.threads = threads
         self.deps = deps
@@ -774,6 +777,7 @@ class Runner:
             instructions=self.step_instructions,
             model_settings=self.step_settings,
             name=f"plan-step-{step.id}",
+            hooks=self.hooks,
         )
         prompt = task.prompt
         if state.input:
