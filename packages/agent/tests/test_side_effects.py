@@ -565,6 +565,8 @@ async def test_n07_jsonl_observer_writes_events_without_content_by_default() -> 
             assert kind in kinds
         assert "function_tool_call" in kinds
         assert "part_delta" not in kinds
+        started = next(line for line in lines if line["event"] == "function_tool_call")
+        assert (started["tool_name"], started["tool_call_id"]) == ("lookup", "l")
         end = next(line for line in lines if line["event"] == "tool_execute_end")
         assert (end["tool"], end["tool_call_id"], end["outcome"]) == ("lookup", "l", "success")
         assert SECRET not in text  # redacted always, details or not

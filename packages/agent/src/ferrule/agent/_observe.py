@@ -120,6 +120,13 @@ class JsonlObserver:
             value = fields.get(name)
             if value is not None:
                 line[name] = value
+        for nested in ("part", "result"):  # tool call and tool result events carry the part
+            part = fields.get(nested)
+            if isinstance(part, dict):
+                named = cast("dict[str, Any]", part)
+                for name in ("tool_name", "tool_call_id", "outcome"):
+                    if named.get(name) is not None:
+                        line.setdefault(name, named[name])
         if "error" in fields and fields["error"] is not None:
             line["error" if self.details else "failed"] = fields["error"] if self.details else True
         if self.details:
