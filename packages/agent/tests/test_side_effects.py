@@ -38,7 +38,9 @@ from ferrule.agent.exceptions import (
     DecisionError,
     PausedStateError,
     PausedStateIntegrityError,
+    RunTimeoutError,
     ToolDefinitionError,
+    run_state_of,
 )
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.messages import (
@@ -589,3 +591,26 @@ async def test_n03_paused_actions_include_calls_the_guard_denied() -> None:
         ("small", "confirmation_required"),
     ]
     assert SECRET not in (outcome.actions[0].detail or "")
+
+
+async def test_n03_a_failed_run_keeps_its_receipts_unknown_outcomes_included() -> None:
+    async def transfer(cents: int) -> str:
+        """Move money; hangs past the run deadline."""
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    def note(text: str) -> str:
+        """Write a note."""
+        return text
+
+    model = first_prompt_calls(call("note", "n", text="x"), call("transfer", "t", cents=5))
+    agent = Agent(model, tools=[Tool(note, side_effect="idempotent"), Tool(transfer, risk="high")])
+    with pytest.raises(RunTimeoutError) as caught:
+        await agent.run("go", timeout=0.2)
+    state = run_state_of(caught.value)
+    assert state is not None
+    assert [(a.tool_call_id, a.status, a.risk) for a in state.actions] == [
+        ("n", "succeeded", "low"),
+        ("t", "unknown", "high"),
+    ]
+    assert [c.tool_call_id for c in state.unknown_outcomes] == ["t"]

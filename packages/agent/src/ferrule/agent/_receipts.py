@@ -8,9 +8,7 @@ step: each tool result already records its outcome (`success`, `failed`, `denied
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast
-
-import msgspec
+from typing import Any, Final, TypeAlias, cast
 
 from ferrule.core.messages import (
     Message,
@@ -21,23 +19,20 @@ from ferrule.core.messages import (
     ToolReturnPart,
 )
 
-from ._tools import Risk, SideEffect, Tool
+from ._effects import ActionReceipt, ActionStatus
+from ._tools import Tool
 
 __all__ = [
     "MAX_DETAIL_CHARS",
     "TOOL_NOT_EXECUTED",
     "ActionReceipt",
     "ActionStatus",
+    "WAITING",
     "receipts_from_messages",
+    "run_actions",
     "safe_detail",
+    "unsettled",
 ]
-
-ActionStatus: TypeAlias = Literal["succeeded", "failed", "denied", "confirmation_required", "unknown"]
-"""How a call of a tool that is not read-only ended.
-
-`unknown`: it was interrupted or timed out while running and may have taken effect; it is never
-retried automatically. `confirmation_required`: it waits for a decision and has not run.
-"""
 
 TOOL_NOT_EXECUTED: Final = "Tool not executed - a final result was already processed."
 """The result of a call skipped because a final result was already processed (it did not run)."""
@@ -47,25 +42,6 @@ WAITING: Final = "the call waits for a decision and has not run"
 
 MAX_DETAIL_CHARS: Final = 1000
 """Longest `detail` kept on a receipt (the rest is cut and marked)."""
-
-
-class ActionReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """The record of one call of a tool that is not read-only."""
-
-    tool_call_id: str
-    """The call's ID (the tool sees it as `ctx.tool_call_id`)."""
-    tool_name: str
-    """The tool."""
-    status: ActionStatus
-    """How the call ended."""
-    side_effect: SideEffect
-    """The tool's declared side effect (`idempotent` or `non_idempotent`)."""
-    risk: Risk = "low"
-    """The tool's declared risk."""
-    detail: str | None = None
-    """Why it failed, was denied, waits or is unknown (bounded, credentials redacted)."""
-    step_id: str | None = None
-    """The plan step that made the call (`ferrule.planning`); `None` for ordinary agent runs."""
 
 
 def safe_detail(text: str) -> str:
@@ -136,6 +112,21 @@ def unsettled(
         detail=detail,
         step_id=step_id,
     )
+
+
+def run_actions(
+    messages: Sequence[Message],
+    start: int,
+    step_tools: Mapping[str, Tool[Any]],
+    agent_tools: Mapping[str, Tool[Any]],
+) -> list[ActionReceipt]:
+    """The receipts of a run's messages from `start`, its tools looked up in the last step's offer,
+    then the agent's own tools."""
+
+    def lookup(name: str) -> Tool[Any] | None:
+        return step_tools.get(name) or agent_tools.get(name)
+
+    return receipts_from_messages(messages[start:], lookup)
 
 
 def _receipt(

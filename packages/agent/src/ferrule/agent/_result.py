@@ -17,7 +17,7 @@ from ferrule.core.usage import RunUsage
 from ._deferred import Paused, PauseRequiredError
 from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
-from ._receipts import ActionReceipt, receipts_from_messages
+from ._receipts import ActionReceipt, run_actions
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -71,12 +71,7 @@ class AgentRunResult(Generic[OutputT]):
         the `unknown` receipts.
         """
         if self._actions is None:
-            step_tools, agent_tools = self._tools
-
-            def lookup(name: str) -> Any:
-                return step_tools.get(name) or agent_tools.get(name)
-
-            self._actions = receipts_from_messages(self._messages[self._new_index :], lookup)
+            self._actions = run_actions(self._messages, self._new_index, *self._tools)
         return list(self._actions)
 
     def all_messages(self) -> list[Message]:

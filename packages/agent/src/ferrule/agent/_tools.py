@@ -18,6 +18,7 @@ from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
+from ._effects import Confirmation, Risk, SideEffect
 from ._errors import ToolDefinitionError
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
@@ -30,24 +31,6 @@ __all__ = [
     "ToolLimits",
     "ToolReturn",
 ]
-
-SideEffect: TypeAlias = Literal["read_only", "idempotent", "non_idempotent"]
-"""What calling a tool does to the world.
-
-`read_only` and `idempotent` calls may be repeated safely: a timeout becomes a retry prompt.
-A `non_idempotent` call whose outcome is unknown (it timed out or was interrupted while running)
-is recorded as unknown and never retried automatically.
-"""
-
-Risk: TypeAlias = Literal["low", "medium", "high"]
-"""How much harm a wrong call of a tool can do; recorded on its `ActionReceipt`s."""
-
-Confirmation: TypeAlias = Literal["never", "always", "risk"]
-"""When calls of a tool need confirmation (approval) before they run.
-
-`never`: only when `requires_approval` says so; `always`: every call (like `requires_approval=True`);
-`risk`: every call when the tool's `risk` is `"high"`, else as `never`.
-"""
 
 ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitable[bool]"]
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
