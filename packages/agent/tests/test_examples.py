@@ -138,3 +138,25 @@ def test_tracing_to_the_console_exporter() -> None:
     root = next(s for s in spans if s["name"] == "invoke_agent city-facts")
     assert root["attributes"]["gen_ai.usage.input_tokens"] == 103  # type: ignore[index]
     assert "Paris" not in json.dumps([s["attributes"] for s in spans])  # content is off by default
+
+
+def test_checkpoints_single_use_across_processes(tmp_path: Path) -> None:
+    db = str(tmp_path / "checkpoints.sqlite")
+    started = run("checkpoints.py", "start", db)
+    assert started.returncode == 0, started.stderr
+    lines = started.stdout.splitlines()
+    assert lines[:2] == ["receipt: big denied", "receipt: small confirmation_required"]
+    assert "refunding" not in started.stdout
+    run_id = lines[2].removeprefix("run: ")
+    first = run("checkpoints.py", "resume", db, run_id)
+    assert first.returncode == 0, first.stderr
+    out = first.stdout.splitlines()
+    assert out[0].endswith("refunding 300 cents on A-18")
+    assert out[1:] == [
+        "output: big: refunds over 500 cents need a manager; small: refunded 300",
+        "receipt: big denied (refunds over 500 cents need a manager)",
+        "receipt: small succeeded (ok)",
+    ]
+    second = run("checkpoints.py", "resume", db, run_id)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == ["already resumed: nothing executed"]

@@ -165,7 +165,7 @@ class Gate:
         self.open = anyio.Event()
 
 
-async def test_concurrent_resumes_of_one_pause_keep_their_own_capabilities() -> None:
+async def test_concurrent_resumes_of_two_pauses_keep_their_own_capabilities() -> None:
     offered: dict[str, list[list[str]]] = {}
 
     def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
@@ -202,16 +202,19 @@ async def test_concurrent_resumes_of_one_pause_keep_their_own_capabilities() -> 
     agent: Agent[Gate, str] = Agent(
         FunctionModel(respond), deps_type=Gate, tools=[Tool(gate, requires_approval=True)]
     )
-    outcome = await agent.run_until_pause("go", deps=Gate(1), capabilities=[x_capability(x_one)])
-    assert isinstance(outcome, Paused)
-    data = outcome.to_json()
+    # Two pauses of the same kind (a paused state is resumed once: N-05), resumed concurrently.
+    data: dict[str, bytes] = {}
+    for label in ("one", "two"):
+        outcome = await agent.run_until_pause("go", deps=Gate(1), capabilities=[x_capability(x_one)])
+        assert isinstance(outcome, Paused)
+        data[label] = outcome.to_json()
 
     gate_deps = Gate(2)
     results: dict[str, AgentRunResult[str] | Paused] = {}
 
     async def resume(label: str, tool: Any) -> None:
         results[label] = await agent.resume(
-            data, {"g": Approved()}, deps=gate_deps, capabilities=[x_capability(tool)]
+            data[label], {"g": Approved()}, deps=gate_deps, capabilities=[x_capability(tool)]
         )
 
     with anyio.fail_after(30):  # a guard against a regression deadlocking the gate; nothing is timed

@@ -3,16 +3,20 @@ outcomes, confirmation, agentic steps."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import pytest
 
+import ferrule.agent
 from ferrule.agent import ModelRetry, Tool
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from ferrule.planning import (
+    ActionReceipt,
     BatchStartEvent,
     ConfirmationRequest,
     PlanBudget,
@@ -664,3 +668,59 @@ async def test_model_retry_messages_are_redacted_in_receipts_and_events() -> Non
     for text in (failed.error, detail, result.report.steps["a"].error or ""):
         assert "rejected key" in text
         assert "sk-abcdefghijklmnopqrstuvwx" not in text
+
+
+async def test_plan_receipts_are_the_agents_action_receipts_with_risk_and_confirmation() -> None:
+
+    tools = Recorder()
+    catalog = [
+        tools.tool("lookup", {"amount": 250}),
+        tools.tool(
+            "pay",
+            "paid",
+            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
+            side_effect="non_idempotent",
+            risk="high",
+            confirmation="always",  # no requires_approval=: confirmation alone gates the step
+        ),
+    ]
+    requests: list[ConfirmationRequest] = []
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        requests.append(request)
+        return True
+
+    result = await PlanningAgent(Script([pay_plan()]).model(), tools=catalog, confirm=confirm).run("go")
+    assert [(r.tool_name, r.risk) for r in requests] == [("pay", "high")]
+    assert all(type(a) is ferrule.agent.ActionReceipt for a in result.actions)
+    assert ActionReceipt is ferrule.agent.ActionReceipt
+    assert [(a.step_id, a.tool_name, a.status, a.risk) for a in result.actions] == [
+        ("pay", "pay", "succeeded", "high")
+    ]
+
+
+@pytest.mark.parametrize("details", [False, True])
+async def test_the_agents_jsonl_observer_records_plan_and_step_events(details: bool) -> None:
+    tools = Recorder()
+    out = io.StringIO()
+    observer = ferrule.agent.JsonlObserver(out, details=details)
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        return True
+
+    agent = PlanningAgent(
+        Script([pay_plan()]).model(), tools=pay_tools(tools), confirm=confirm, hooks=[observer]
+    )
+    await agent.run("go", event_handler=observer.on_event)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    kinds = [line["event"] for line in lines]
+    for kind in ("plan_created", "batch_start", "step_start", "step_end", "completed"):
+        assert kind in kinds
+    starts = [line for line in lines if line["event"] == "step_start"]
+    assert [line["step_id"] for line in starts] == ["quote", "pay", "receipt"]
+    # The planner's and the composer's agents report their model requests through the hook.
+    agents = {line["agent"] for line in lines if line["event"] == "model_request_end"}
+    assert agents == {"planning-plan", "planning-composer"}
+    requests = [line for line in lines if line["event"] == "model_request_start"]
+    assert all(("request" in line) is details for line in requests)  # model traffic only with details
+    assert ("alice" in out.getvalue()) is details  # step inputs only with details=True

@@ -183,6 +183,11 @@ async def test_a_deferred_call_becomes_an_approval_request_and_decisions_resume_
     assert ToolResult("p1", "pay", "paid 5") in again
     assert again[-1] == RunFinished("t", "r2", "paid")
 
+    # A paused state resumes once (the agent's single-use checkpoints): the denial needs its own pause.
+    async with agent.run_stream("pay") as stream:
+        _ = [e async for e in UIBridge("t", "r").stream(stream)]
+        paused = stream.paused
+    assert paused is not None
     denied = decisions_from(
         paused.pending, [ApprovalResponse(approval_id="approval-p1", approved=False, reason="no")]
     )

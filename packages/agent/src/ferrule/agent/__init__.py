@@ -15,7 +15,8 @@ Tools are typed functions (`Tool`, `@agent.tool`), output is text or typed (`Too
 Extension points: `toolsets` (`FunctionToolset`, namespaces, per-step preparers), `capabilities`
 (eager and on-demand bundles), `policies` (`ToolPolicy`), `hooks` (`HookEvent`),
 `history_processors`, `context_budget`, `PendingMessageQueue`, `multi_agent` (delegation scopes),
-`pricing` (exact nano-USD cost) and OpenTelemetry (`instrument=True`). `spec` describes an agent
+`pricing` (exact nano-USD cost), side-effect safety (`risk`/`confirmation` on tools, `guard=`,
+`confirm=`, `ActionReceipt`s, single-use checkpoints in a `CheckpointStore`), `JsonlObserver` and OpenTelemetry (`instrument=True`). `spec` describes an agent
 as data (`AgentSpec`: parse, validate, resolve); it is imported only when used.
 """
 
@@ -26,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ferrule.core.retry import RetryPolicy
 
 from ._agent import Agent, EndStrategy
+from ._checkpoints import CheckpointStore, InMemoryCheckpointStore, SqliteCheckpointStore
 from ._context import RunContext
+from ._controls import CheckpointBinding, ConfirmFn, GuardFn
 from ._deferred import (
     Approved,
     Decision,
@@ -54,17 +57,20 @@ from ._events import (
     ToolResultsStep,
 )
 from ._instrument import InstrumentationSettings
+from ._observe import JsonlObserver
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
+from ._receipts import ActionReceipt, ActionStatus, receipts_from_messages
 from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
-from ._tools import SideEffect, Tool, ToolLimits, ToolReturn
+from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
 from .exceptions import (
     AgentRunError,
+    CheckpointConsumedError,
     ModelRetry,
     PauseRequiredError,
     PendingMessageQueueClosed,
@@ -83,6 +89,18 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActionReceipt",
+    "ActionStatus",
+    "CheckpointBinding",
+    "CheckpointConsumedError",
+    "CheckpointStore",
+    "Confirmation",
+    "ConfirmFn",
+    "GuardFn",
+    "InMemoryCheckpointStore",
+    "JsonlObserver",
+    "Risk",
+    "SqliteCheckpointStore",
     "AgentSpec",
     "ToolPolicy",
     "Pricing",
@@ -142,6 +160,7 @@ __all__ = [
     "ToolReturn",
     "ToolThreads",
     "UnexpectedModelBehavior",
+    "receipts_from_messages",
     "run_state_of",
     "__version__",
 ]

@@ -20,6 +20,8 @@ from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 
+from ._checkpoints import CheckpointConsumedError, CheckpointStore
+from ._controls import CheckpointBinding, ConfirmFn, GuardFn, SideEffectControls, checkpoint_store_of
 from ._core import AgentCore, EndStrategy
 from ._deferred import (
     Decision,
@@ -112,6 +114,10 @@ class Agent(Generic[DepsT, OutputT]):
         context_budget: ContextBudget | None = None,
         pricing: bool | Pricing = False,
         url_policy: UrlPolicy | None = None,
+        guard: GuardFn | None = None,
+        confirm: ConfirmFn | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        checkpoint_binding: CheckpointBinding = "called_tools",
     ) -> None:
         if retries < 0:
             raise UserError(f"retries must be >= 0, got {retries}")
@@ -185,6 +191,13 @@ class Agent(Generic[DepsT, OutputT]):
         core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
         if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:
             core.pricing = Pricing()  # a cost limit is only enforceable with prices
+        if (
+            guard is not None
+            or confirm is not None
+            or checkpoint_store is not None
+            or checkpoint_binding != "called_tools"
+        ):
+            core.side_effects = SideEffectControls(guard, confirm, checkpoint_store, checkpoint_binding)
         core.update_extended()
 
     def __repr__(self) -> str:
@@ -369,6 +382,30 @@ class Agent(Generic[DepsT, OutputT]):
         )
         return resume_run(self._core, given, state, decisions, integrity_key)
 
+    async def _checkpoint(
+        self,
+        state: PausedState | Paused | bytes | str | None,
+        decisions: Mapping[str, Decision] | bytes | str | None,
+        run_id: str | None,
+        state_id: str | None,
+    ) -> tuple[PausedState | Paused | bytes | str, Mapping[str, Decision] | bytes | str]:
+        """The state to resume (given, or the run's latest checkpoint) and its decisions."""
+        if decisions is None:
+            raise UserError("resume needs decisions: one Approved, Denied or ExternalResult per pending call")
+        if state is not None:
+            if run_id is not None or state_id is not None:
+                raise UserError("resume takes a paused state or run_id= (with state_id=), not both")
+            return state, decisions
+        if run_id is None:
+            raise UserError("resume needs the paused state, or run_id= to load it from the checkpoint store")
+        loaded = await checkpoint_store_of(self._core.side_effects).load(run_id)
+        if state_id is not None and loaded.state_id != state_id:
+            raise CheckpointConsumedError(
+                f"the paused state {state_id!r} of run {run_id!r} was superseded by a newer pause "
+                f"({loaded.state_id!r}); nothing was executed. Decide the run's latest checkpoint"
+            )
+        return loaded, decisions
+
     # --- entry points -------------------------------------------------------------------------------
 
     async def run(
@@ -523,9 +560,11 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def resume(
         self,
-        state: PausedState | Paused | bytes | str,
-        decisions: Mapping[str, Decision] | bytes | str,
+        state: PausedState | Paused | bytes | str | None = None,
+        decisions: Mapping[str, Decision] | bytes | str | None = None,
         *,
+        run_id: str | None = None,
+        state_id: str | None = None,
         deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
@@ -548,7 +587,13 @@ class Agent(Generic[DepsT, OutputT]):
         external results are appended as given. The original model request is not replayed. The
         state and decisions are checked before anything executes. A resumed run gets a fresh
         deadline and may pause again.
+
+        Pass the state, or `run_id=` to load the run's latest checkpoint from the agent's
+        `checkpoint_store` (`state_id=` pins the checkpoint the decisions were made for). Either
+        way the state is claimed once, atomically, before any call runs: resuming it again raises
+        `CheckpointConsumedError` and executes nothing.
         """
+        state, decisions = await self._checkpoint(state, decisions, run_id, state_id)
         run = self._resume_run(
             state,
             decisions,
@@ -667,9 +712,11 @@ class Agent(Generic[DepsT, OutputT]):
     @asynccontextmanager
     async def resume_stream(
         self,
-        state: PausedState | Paused | bytes | str,
-        decisions: Mapping[str, Decision] | bytes | str,
+        state: PausedState | Paused | bytes | str | None = None,
+        decisions: Mapping[str, Decision] | bytes | str | None = None,
         *,
+        run_id: str | None = None,
+        state_id: str | None = None,
         deps: DepsT = None,
         integrity_key: bytes | None = None,
         model: Model | str | None = None,
@@ -686,6 +733,7 @@ class Agent(Generic[DepsT, OutputT]):
         trace_parent: Any = None,
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
+        state, decisions = await self._checkpoint(state, decisions, run_id, state_id)
         run = self._resume_run(
             state,
             decisions,

@@ -8,6 +8,7 @@ from ferrule.core.model import Model, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.retry import RetryPolicy
 
+from ._controls import SideEffectControls
 from ._errors import ToolDefinitionError
 from ._instrument import Tracer
 from ._output import OutputPlan, OutputSpecInfo, build_plan, resolve_mode
@@ -83,6 +84,8 @@ class AgentCore:
         self.hooks: list[Hook] = []
         self.context_budget: ContextBudget | None = None
         self.pricing: Pricing | None = None
+        self.side_effects: SideEffectControls | None = None
+        """`guard=`, `confirm=`, the checkpoint store and binding (`None`: all defaults)."""
         self.has_deferred = False
         self.extended = False
         """Whether runs need the extension machinery (anything beyond tools, output and limits)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
@@ -22,6 +22,7 @@ from ._errors import (
     PausedStateIntegrityError,
     PausedStateVersionError,
 )
+from ._receipts import ActionReceipt
 
 __all__ = [
     "PAUSED_STATE_FORMAT",
@@ -94,6 +95,9 @@ class PausedState(msgspec.Struct, kw_only=True):
     """IDs of capabilities loaded on demand and active at the pause; resume reactivates them."""
     queued_messages: list[Message] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
     """Messages accepted from a `PendingMessageQueue` that had not entered history; resume adds them."""
+    catalog_fingerprint: str | None = None
+    """Digest of every tool the run offered at the pause (`checkpoint_binding="catalog"`); when set,
+    resume refuses an agent whose catalog differs in any tool."""
 
     def to_json(self, *, integrity_key: bytes | None = None) -> bytes:
         """The versioned JSON envelope; with `integrity_key` it carries an HMAC-SHA256 of the state.
@@ -203,6 +207,7 @@ class _StateWire(msgspec.Struct, kw_only=True):
     model: str | None = None
     capabilities: list[str] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
     queued: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"null"))
+    catalog_fingerprint: str | None = None
 
 
 class _Envelope(msgspec.Struct, kw_only=True):
@@ -319,11 +324,14 @@ def now_utc() -> datetime:
 class Paused:
     """The outcome of `run_until_pause` when calls need decisions: the resumable state."""
 
-    __slots__ = ("state",)
+    __slots__ = ("actions", "state")
 
-    def __init__(self, state: PausedState) -> None:
+    def __init__(self, state: PausedState, actions: Sequence[ActionReceipt] = ()) -> None:
         self.state = state
         """The resumable state; serialize it with `state.to_json()`."""
+        self.actions: list[ActionReceipt] = list(actions)
+        """Receipts of the run's calls of tools that are not read-only up to the pause: those that
+        ran, and a `confirmation_required` receipt per call waiting for approval."""
 
     @property
     def pending(self) -> list[DeferredCall]:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ferrule.core.errors import FerruleError, UserError
 
+from ._effects import ActionReceipt
+
 if TYPE_CHECKING:
     from ferrule.core.messages import Message, ToolCallPart
     from ferrule.core.usage import RunUsage
@@ -42,6 +44,7 @@ class RunState:
     """A run's state when it ended with an exception: what happened up to the failure."""
 
     __slots__ = (
+        "actions",
         "messages",
         "new_message_index",
         "output_retries",
@@ -59,6 +62,7 @@ class RunState:
         tool_retries: dict[str, int],
         output_retries: int,
         unknown_outcomes: Sequence[ToolCallPart],
+        actions: Sequence[ActionReceipt] = (),
     ) -> None:
         self.messages = messages
         """The history up to the failure (tool calls that did not finish have `interrupted` results)."""
@@ -72,6 +76,9 @@ class RunState:
         """Output retries used."""
         self.unknown_outcomes = list(unknown_outcomes)
         """Calls of non-idempotent tools whose outcome is unknown (interrupted or timed out mid-call)."""
+        self.actions = list(actions)
+        """A receipt for every call of a tool that is not read-only up to the failure (the calls of
+        `unknown_outcomes` are its `unknown` receipts)."""
 
     def all_messages(self) -> list[Message]:
         """The whole history up to the failure."""

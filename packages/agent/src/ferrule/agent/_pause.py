@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -19,10 +19,12 @@ from ferrule.core import bounded_json
 from ferrule.core.messages import ModelRequest, ModelResponse
 
 from ._calls import ToolCallState
+from ._controls import checkpoint_store_of
 from ._deferred import (
     Approved,
     Decision,
     DeferredCall,
+    Denied,
     ExternalResult,
     Paused,
     PausedState,
@@ -31,6 +33,7 @@ from ._deferred import (
 )
 from ._errors import DecisionError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
+from ._receipts import WAITING, receipts_from_messages, safe_detail, unsettled
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
 
 __all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]
@@ -67,8 +70,8 @@ async def deferred_calls(run: LoopState, calls: list[ToolCallState]) -> list[Def
     approval_policies = run.policies is not None and bool(run.policies.approval)
     for c in calls:
         tool = c.tool
-        if c.kind != "function" or tool is None:
-            continue
+        if c.kind != "function" or tool is None or c.decision is not None:
+            continue  # not a call of a known tool, or the guard denied it already
         if tool.kind != "external" and tool.requires_approval is False and not approval_policies:
             continue  # the common case, decided without a coroutine
         if await needs_approval(run, c):
@@ -85,9 +88,18 @@ async def deferred_calls(run: LoopState, calls: list[ToolCallState]) -> list[Def
 
 def fingerprint(run: LoopState, calls: Sequence[ToolCallState]) -> str:
     """A digest of the names, kinds and schemas of the tools `calls` call (checked on resume)."""
+    return _digest(run, {c.tool.name for c in calls if c.tool is not None})
+
+
+def catalog_fingerprint(run: LoopState) -> str:
+    """A digest of the names, kinds and schemas of every tool the step offers (`checkpoint_binding="catalog"`)."""
+    return _digest(run, run.step_tools.by_name)
+
+
+def _digest(run: LoopState, names: Iterable[str]) -> str:
     digest = hashlib.sha256()
     by_name = run.step_tools.by_name
-    for name in sorted({c.tool.name for c in calls if c.tool is not None}):
+    for name in sorted(names):
         tool = by_name[name]
         digest.update(msgspec.json.encode([name, tool.kind, tool.parameters_json_schema]))
     return digest.hexdigest()
@@ -121,10 +133,26 @@ async def pause(
         tool_fingerprint=fingerprint(run, [c for c in calls if c.tool is not None]),
         model=run.model.system,
     )
+    controls = run.core.side_effects
+    if controls is not None and controls.binding == "catalog":
+        state.catalog_fingerprint = catalog_fingerprint(run)
     state.capabilities = list(loaded_on_demand)
     if run.queue is not None:
         state.queued_messages = list(run.queue.take())
-    run.paused = Paused(state)
+    # The paused response's calls have no results yet: in call order, those waiting for approval
+    # and those the guard already denied (their denial is the result they will get on resume).
+    actions = receipts_from_messages(run.messages[run.new_message_index : -1], run.step_tools.by_name)
+    approvals = {d.tool_call_id for d in deferred if d.kind == "approval"}
+    for c in calls:
+        tool = c.tool
+        if tool is None or tool.side_effect == "read_only":
+            continue
+        if c.part.tool_call_id in approvals:
+            actions.append(unsettled(c.part, tool, "confirmation_required", WAITING))
+        elif isinstance(c.decision, Denied):
+            actions.append(unsettled(c.part, tool, "denied", safe_detail(c.decision.message)))
+    await checkpoint_store_of(controls).save(run.run_id, state)
+    run.paused = Paused(state, actions)
     run.phase = PAUSED
     if emit is not None:
         await emit(DeferredToolCallsEvent(list(deferred)))
@@ -152,10 +180,15 @@ async def apply_decisions(run: LoopState, calls: list[ToolCallState], decisions:
             "the tools called by the paused response changed since the pause (names, kinds or schemas differ); "
             "resume with an agent built from the same definition"
         )
+    if state.catalog_fingerprint is not None and catalog_fingerprint(run) != state.catalog_fingerprint:
+        raise PausedStateError(
+            "the agent's tool catalog changed since the pause (the state is bound to the whole catalog: "
+            "a tool was added, removed or redefined); resume with an agent built from the same definition"
+        )
     # The state says which calls wait for a decision, but an unsigned (or hand-built) state can
     # say anything: which calls need one is derived again from the tools, before anything runs.
     for c in calls:
-        if c.kind != "function" or c.part.tool_call_id in decisions:
+        if c.kind != "function" or c.part.tool_call_id in decisions or c.decision is not None:
             continue
         assert c.tool is not None
         if await needs_approval(run, c):
@@ -171,6 +204,8 @@ async def apply_decisions(run: LoopState, calls: list[ToolCallState], decisions:
         if c is None or c.kind != "function":
             raise DecisionError(f"the paused call {call_id!r} is no longer a valid call of a known tool")
         assert c.tool is not None
+        if c.decision is not None:
+            continue  # the guard denied the call when the run resumed: that denial stands
         if c.tool.kind == "external" and isinstance(decision, Approved):
             raise DecisionError(
                 f"call {call_id!r} ({c.part.tool_name}) is of an external tool: supply ExternalResult "
@@ -187,5 +222,8 @@ async def apply_decisions(run: LoopState, calls: list[ToolCallState], decisions:
             except (bounded_json.JsonError, msgspec.ValidationError, ValueError, TypeError) as exc:
                 raise DecisionError(f"override_args for call {call_id!r} are invalid: {exc}") from exc
         c.decision = decision
+    # Every check passed and nothing has run: claim the state now, atomically, so that of two
+    # resumes of it (in this process or, with a shared store, any other) exactly one goes on.
+    await checkpoint_store_of(run.core.side_effects).consume(state.run_id, state_id=state.state_id)
     run.decisions = None
     run.pending_state = None

@@ -17,6 +17,7 @@ from ferrule.core.usage import RunUsage
 from ._deferred import Paused, PauseRequiredError
 from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
+from ._receipts import ActionReceipt, run_actions
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -36,8 +37,10 @@ class AgentRunResult(Generic[OutputT]):
     """The outcome of a finished run: the output, the history and the usage."""
 
     __slots__ = (
+        "_actions",
         "_messages",
         "_new_index",
+        "_tools",
         "_usage",
         "output",
         "output_tool_name",
@@ -57,6 +60,19 @@ class AgentRunResult(Generic[OutputT]):
         self._messages = run.messages
         self._new_index = run.new_message_index
         self._usage = run.usage
+        self._tools = (run.step_tools.by_name, run.core.tools)
+        self._actions: list[ActionReceipt] | None = None
+
+    @property
+    def actions(self) -> list[ActionReceipt]:
+        """A receipt for every call this run made of a tool that is not read-only, in result order.
+
+        Read from the history on first access (not per step); `unknown_outcomes` are the calls of
+        the `unknown` receipts.
+        """
+        if self._actions is None:
+            self._actions = run_actions(self._messages, self._new_index, *self._tools)
+        return list(self._actions)
 
     def all_messages(self) -> list[Message]:
         """The whole history: the `message_history` passed in plus this run's messages."""

@@ -53,8 +53,10 @@ from ._events import (
     ToolResultsStep,
 )
 from ._ext import RunExt, RunOptions
+from ._guard import apply_guard, confirmed
 from ._output_step import Final, Rejected, count_output_failure, retry_output, text_output
 from ._pause import apply_decisions, deferred_calls, pause
+from ._receipts import TOOL_NOT_EXECUTED
 from ._request import request
 from ._scheduler import run_calls
 from ._state import DONE, HANDLE, REQUEST, Emit, LoopState
@@ -62,7 +64,6 @@ from .hooks import HookDispatcher
 
 __all__ = ["TOOL_NOT_EXECUTED", "Run", "new_run_id"]
 
-TOOL_NOT_EXECUTED = "Tool not executed - a final result was already processed."
 
 _TIMEOUT_MESSAGE = (
     "the run deadline passed; in-flight work was cancelled (raise run_timeout / timeout= to allow more)"
@@ -207,11 +208,15 @@ class Run(LoopState):
         calls = [classify(p, self.plan, self.step_tools, self.core.limits_for) for p in parts]
         if self.policies is not None and self.policies.arguments:
             await apply_argument_policies(self, calls)
+        controls = self.core.side_effects
+        if controls is not None and controls.guard is not None:
+            await apply_guard(self, controls.guard, calls)
         if self.decisions is not None:
             await apply_decisions(self, calls, self.decisions)
         else:
             deferred = await deferred_calls(self, calls)
-            if deferred:
+            confirm = controls.confirm if controls is not None else None
+            if deferred and (confirm is None or not await confirmed(self, confirm, calls, deferred)):
                 loaded = self.ext.loaded_on_demand if self.ext is not None else ()
                 return await pause(self, calls, deferred, loaded, emit)
         if emit is not None:

@@ -25,6 +25,7 @@ from ._deferred import Decision, Paused, PausedState
 from ._errors import RunState, attach_state
 from ._output import OutputPlan
 from ._queue import PendingMessageQueue
+from ._receipts import run_actions
 from ._step_tools import StepTools
 from ._tools import Tool
 from ._url_check import UrlCheck
@@ -228,6 +229,9 @@ class LoopState:
             tool_retries=dict(self.tool_retries),
             output_retries=self.output_retries,
             unknown_outcomes=self.unknown_outcomes,
+            actions=run_actions(
+                self.messages, self.new_message_index, self.step_tools.by_name, self.core.tools
+            ),
         )
 
     def call_context(self, tool: Tool[Any], tool_call_id: str) -> RunContext[Any]:

@@ -18,24 +18,19 @@ from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
+from ._effects import Confirmation, Risk, SideEffect
 from ._errors import ToolDefinitionError
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
 
 __all__ = [
+    "Confirmation",
+    "Risk",
     "SideEffect",
     "Tool",
     "ToolLimits",
     "ToolReturn",
 ]
-
-SideEffect: TypeAlias = Literal["read_only", "idempotent", "non_idempotent"]
-"""What calling a tool does to the world.
-
-`read_only` and `idempotent` calls may be repeated safely: a timeout becomes a retry prompt.
-A `non_idempotent` call whose outcome is unknown (it timed out or was interrupted while running)
-is recorded as unknown and never retried automatically.
-"""
 
 ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitable[bool]"]
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
@@ -148,6 +143,7 @@ class Tool(Generic[DepsT]):
         "_threads",
         "_validator",
         "args_type",
+        "confirmation",
         "defer_loading",
         "definition",
         "description",
@@ -161,6 +157,7 @@ class Tool(Generic[DepsT]):
         "parameters_json_schema",
         "prepare",
         "requires_approval",
+        "risk",
         "sequential",
         "side_effect",
         "strict",
@@ -183,6 +180,8 @@ class Tool(Generic[DepsT]):
         timeout: float | None = None,
         limits: ToolLimits | None = None,
         side_effect: SideEffect = "non_idempotent",
+        risk: Risk = "low",
+        confirmation: Confirmation = "never",
         strict: bool | None = None,
         metadata: dict[str, Any] | None = None,
         prepare: Callable[
@@ -197,6 +196,12 @@ class Tool(Generic[DepsT]):
             raise ToolDefinitionError(
                 f"side_effect must be 'read_only', 'idempotent' or 'non_idempotent', got {side_effect!r}"
             )
+        if risk not in ("low", "medium", "high"):
+            raise ToolDefinitionError(f"risk must be 'low', 'medium' or 'high', got {risk!r}")
+        if confirmation not in ("never", "always", "risk"):
+            raise ToolDefinitionError(
+                f"confirmation must be 'never', 'always' or 'risk', got {confirmation!r}"
+            )
         if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
             raise ToolDefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_retries is not None and max_retries < 0:
@@ -205,6 +210,13 @@ class Tool(Generic[DepsT]):
         """The Python function (`None` for an external tool)."""
         self.max_retries = max_retries
         """Retry budget of this tool; `None` uses the agent's `retries`."""
+        self.risk: Risk = risk
+        """How much harm a wrong call can do (recorded on receipts; `confirmation="risk"` reads it)."""
+        self.confirmation: Confirmation = confirmation
+        """When calls need confirmation; `always` (or `risk` with `risk="high"`) sets `requires_approval`."""
+        if confirmation == "always" or (confirmation == "risk" and risk == "high"):
+            # One mechanism for every confirmation: the approval path (pause, `confirm=`, planning).
+            requires_approval = True
         self.requires_approval = requires_approval
         """`True`, or a predicate on validated arguments, when calls need an approval decision."""
         self.kind: Literal["function", "external"] = "external" if external else "function"
@@ -528,7 +540,9 @@ class Tool(Generic[DepsT]):
         return own
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r})"
+        return (
+            f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r}, risk={self.risk!r})"
+        )
 
 
 def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:

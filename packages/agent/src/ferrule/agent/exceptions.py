@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ferrule.core.usage import UsageLimitExceeded
 
+from ._checkpoints import CheckpointConsumedError, CheckpointError, CheckpointNotFoundError
 from ._deferred import PauseRequiredError
 from ._errors import (
     AgentRunError,
@@ -50,6 +51,9 @@ from .context_budget import (
 
 __all__ = [
     "AgentRunError",
+    "CheckpointConsumedError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
     "ContextBudgetExceeded",
     "ContextMediaTooLarge",
     "ContextPromptTooLarge",

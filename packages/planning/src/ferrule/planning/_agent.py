@@ -11,6 +11,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ferrule.agent import Agent, Tool, ToolThreads
+from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
 from ferrule.core.model import Model
@@ -134,6 +135,7 @@ class PlanningAgent:
         plan_retries: int = 1,
         model_settings: ModelSettings | None = None,
         name: str = "planning",
+        hooks: Sequence[Hook] = (),
     ) -> None:
         if default_mode not in ("chat", "complex"):
             raise UserError(f"default_mode must be 'chat' or 'complex', got {default_mode!r}")
@@ -157,6 +159,7 @@ class PlanningAgent:
         self._resolved: tuple[Model, Model, Model] | None = None
         max_steps = self.budget.max_steps
         catalog_text = self.catalog.describe()
+        self._hooks: tuple[Hook, ...] = tuple(hooks)
         self._planner = StructuredRole(
             name=PLAN_TOOL,
             description="Submit the plan: a JSON plan document (version 1) over the tool catalog.",
@@ -173,6 +176,7 @@ class PlanningAgent:
             ),
             retries=plan_retries,
             settings=model_settings,
+            hooks=self._hooks,
         )
         self._replanner = StructuredRole(
             name=PATCH_TOOL,
@@ -183,6 +187,7 @@ class PlanningAgent:
             ),
             retries=plan_retries,
             settings=model_settings,
+            hooks=self._hooks,
         )
         self._route = StructuredRole(
             name=ROUTE_TOOL,
@@ -191,17 +196,20 @@ class PlanningAgent:
             instructions=_with_context(_ROUTER.format(tool=ROUTE_TOOL), instructions),
             retries=plan_retries,
             settings=model_settings,
+            hooks=self._hooks,
         )
         self._composer: Agent[Any, str] = Agent(
             instructions=_with_context(_COMPOSER, instructions),
             model_settings=model_settings,
             name=f"{name}-composer",
+            hooks=self._hooks,
         )
         self._chat: Agent[Any, str] = Agent(
             tools=list(self.catalog.tools.values()),
             instructions=instructions,
             model_settings=model_settings,
             name=f"{name}-chat",
+            hooks=self._hooks,
         )
         self._step_settings = model_settings
         self._threads = ToolThreads(owner=f"planning agent {name!r}")
@@ -242,6 +250,7 @@ class PlanningAgent:
             default_mode=self.default_mode,
             step_instructions=_STEP,
             step_settings=self._step_settings,
+            hooks=self._hooks,
             confirm=self.confirm,
             threads=self._threads,
             deps=deps,

@@ -7,7 +7,7 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ferrule.agent import SideEffect
+from ferrule.agent import ActionReceipt, ActionStatus, Risk, SideEffect
 from ferrule.core.usage import RunUsage
 
 from ._document import PlanDocument
@@ -26,31 +26,10 @@ __all__ = [
     "StepStatus",
 ]
 
-ActionStatus: TypeAlias = Literal["succeeded", "failed", "denied", "confirmation_required", "unknown"]
-"""How a side-effecting call ended; `unknown` means it may have happened and is never retried."""
 StepStatus: TypeAlias = Literal[
     "pending", "succeeded", "failed", "skipped", "unknown", "denied", "confirmation_required"
 ]
 """Where a plan-document step stands."""
-
-
-class ActionReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """The record of one call to a tool that is not read-only (the fields of the agent's `ActionReceipt`, plus the step)."""
-
-    tool_call_id: str
-    """The call's ID (the tool sees it as `ctx.tool_call_id`)."""
-    tool_name: str
-    """The tool."""
-    status: ActionStatus
-    """How the call ended."""
-    side_effect: SideEffect
-    """The tool's declared side effect (`idempotent` or `non_idempotent`)."""
-    risk: str | None = None
-    """The tool's declared risk, when the agent's tools declare one."""
-    detail: str | None = None
-    """Why it failed, was denied or is unknown (bounded, credentials redacted)."""
-    step_id: str | None = None
-    """The plan step that made the call (`None` in chat mode)."""
 
 
 class ConfirmationRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +45,8 @@ class ConfirmationRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The tool's declared side effect."""
     tool_call_id: str
     """The ID the call will have (and its receipt)."""
+    risk: Risk = "low"
+    """The tool's declared risk."""
 
 
 class Evidence(msgspec.Struct, frozen=True, kw_only=True):

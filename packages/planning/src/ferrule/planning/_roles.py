@@ -24,6 +24,7 @@ from ferrule.agent import (
     ToolOutput,
 )
 from ferrule.agent.exceptions import OutputRetriesExceeded, run_state_of
+from ferrule.agent.hooks import Hook
 from ferrule.core import bounded_json
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
 from ferrule.core.model import Model
@@ -81,6 +82,7 @@ class StructuredRole:
         "_agents",
         "constrained_schema",
         "description",
+        "hooks",
         "instructions",
         "name",
         "retries",
@@ -98,8 +100,11 @@ class StructuredRole:
         retries: int,
         settings: ModelSettings | None,
         constrained_schema: dict[str, Any] | None = None,
+        hooks: Sequence[Hook] = (),
     ) -> None:
         self.name = name
+        self.hooks = tuple(hooks)
+        """Lifecycle hooks of the role's agents (a `JsonlObserver`, say)."""
         self.description = description
         self.schema = schema
         self.constrained_schema = constrained_schema
@@ -121,6 +126,7 @@ class StructuredRole:
             retries=self.retries,
             settings=self.settings,
             constrained_schema=constrained_schema,
+            hooks=self.hooks,
         )
 
     def agent_for(self, model: Model) -> Agent[Job, Any]:
@@ -156,6 +162,7 @@ class StructuredRole:
             model_settings=settings,
             output_retries=self.retries,
             output_validators=[_validate],
+            hooks=self.hooks,
         )
         if len(self._agents) > 16:  # profiles are few and long-lived; stay bounded anyway
             self._agents.clear()

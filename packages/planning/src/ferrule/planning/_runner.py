@@ -7,22 +7,20 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeAlias, cast
 
 import anyio
 import anyio.abc
 import msgspec
 
-from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn, ToolThreads
+from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn, ToolThreads, receipts_from_messages
 from ferrule.agent.exceptions import RunTimeoutError, run_state_of
+from ferrule.agent.hooks import Hook
 from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
     ToolReturnPart,
     new_tool_call_id,
 )
@@ -71,7 +69,7 @@ from ._results import (
 from ._roles import Job, StructuredRole
 from ._util import call_user, describe_error, safe_text
 
-__all__ = ["Runner", "receipts_from_messages"]
+__all__ = ["Runner"]
 
 EventHandler = Callable[[Any], Awaitable[None]]
 Mode: TypeAlias = Literal["chat", "complex"]
@@ -85,58 +83,6 @@ _SUMMARY_CHARS = 2000
 def _plain(value: Any) -> Any:
     """A deep copy of a JSON value."""
     return msgspec.json.decode(msgspec.json.encode(value))
-
-
-def receipts_from_messages(
-    messages: Sequence[Message], tools: Mapping[str, Tool[Any]], step_id: str | None
-) -> list[ActionReceipt]:
-    """A receipt for each call an agent loop made to a catalog tool that is not read-only.
-
-    Read from the run's history: the tool-return part's outcome (an interrupted non-idempotent call
-    is `unknown`, as the agent marks it), or a retry prompt answering the call (`failed`).
-    """
-    calls: dict[str, ToolCallPart] = {}
-    receipts: list[ActionReceipt] = []
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            for part in message.parts:
-                if isinstance(part, ToolCallPart):
-                    calls[part.tool_call_id] = part
-            continue
-        assert isinstance(message, ModelRequest)
-        for part in message.parts:
-            if not isinstance(part, (ToolReturnPart, RetryPromptPart)):
-                continue
-            call = calls.get(part.tool_call_id)
-            tool = tools.get(call.tool_name) if call is not None else None
-            if call is None or tool is None or tool.side_effect == "read_only":
-                continue
-            status: ActionStatus
-            detail: str | None = None
-            if isinstance(part, RetryPromptPart):
-                status, detail = "failed", safe_text(part.model_response())
-            elif part.outcome == "success":
-                status = "succeeded"
-            elif part.outcome == "denied":
-                status, detail = "denied", safe_text(part.model_response_str())
-            elif part.outcome == "interrupted":
-                raw: Any = part.metadata
-                metadata = cast("dict[str, Any]", raw) if isinstance(raw, dict) else {}
-                unknown = metadata.get("ferrule_outcome") == "unknown"
-                status, detail = ("unknown" if unknown else "failed"), safe_text(part.model_response_str())
-            else:
-                status, detail = "failed", safe_text(part.model_response_str())
-            receipts.append(
-                ActionReceipt(
-                    tool_call_id=part.tool_call_id,
-                    tool_name=call.tool_name,
-                    status=status,
-                    side_effect=tool.side_effect,
-                    detail=detail,
-                    step_id=step_id,
-                )
-            )
-    return receipts
 
 
 def evidence_from_messages(messages: Sequence[Message]) -> list[Evidence]:
@@ -208,6 +154,7 @@ class Runner:
         default_mode: Mode,
         step_instructions: str,
         step_settings: Any,
+        hooks: Sequence[Hook],
         confirm: Callable[[ConfirmationRequest], Any] | None,
         threads: ToolThreads,
         deps: Any,
@@ -229,6 +176,7 @@ class Runner:
         self.default_mode: Mode = default_mode
         self.step_instructions = step_instructions
         self.step_settings = step_settings
+        self.hooks = hooks
         self.confirm = confirm
         self.threads = threads
         self.deps = deps
@@ -403,7 +351,7 @@ class Runner:
             raise
         finally:
             self.add_model_usage(usage)
-            self.actions.extend(receipts_from_messages(messages, self.catalog.tools, None))
+            self.actions.extend(receipts_from_messages(messages, self.catalog.tools))
             self.evidence.extend(evidence_from_messages(messages))
         return result.output
 
@@ -647,6 +595,7 @@ class Runner:
                     tool_name=tool.name,
                     status=status,
                     side_effect=tool.side_effect,
+                    risk=tool.risk,
                     detail=detail,
                     step_id=step_id,
                 )
@@ -709,6 +658,7 @@ class Runner:
                 args=_plain(tool.kwargs(args)) if not isinstance(args, dict) else _plain(args),
                 side_effect=tool.side_effect,
                 tool_call_id=call_id,
+                risk=tool.risk,
             )
             if not bool(await call_user(self.confirm, request)):
                 detail = f"the confirm callback declined the call to {name!r}"
@@ -827,6 +777,7 @@ class Runner:
             instructions=self.step_instructions,
             model_settings=self.step_settings,
             name=f"plan-step-{step.id}",
+            hooks=self.hooks,
         )
         prompt = task.prompt
         if state.input:
@@ -878,7 +829,7 @@ class Runner:
             await self._succeeded(state, result.output, "agent", None)
         finally:
             self.add_model_usage(usage)
-            receipts = receipts_from_messages(messages, self.catalog.tools, step.id)
+            receipts = receipts_from_messages(messages, self.catalog.tools, step_id=step.id)
             self.actions.extend(receipts)
             if any(
                 r.status in ("succeeded", "unknown") and r.side_effect == "non_idempotent" for r in receipts

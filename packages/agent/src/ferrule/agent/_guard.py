@@ -1,0 +1,114 @@
+"""The side-effect controls of an agent: `guard=` (authorization) and `confirm=` (confirmation).
+
+The guard sees every valid function call (the framework's own tools excepted) with its tool and
+validated arguments before anything else decides on it; a denial becomes the call's `denied`
+result, recorded on its receipt, and never a retry unless the guard raises `ModelRetry`. The
+confirmation callback answers the calls that need approval instead of pausing the run; without it
+they pause exactly as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from ferrule.core import bounded_json
+from ferrule.core.errors import UserError
+
+from ._context import RunContext
+from ._controls import ConfirmFn, GuardFn
+from ._deferred import Approved, DeferredCall, Denied
+from ._errors import DecisionError, ModelRetry
+from ._tools import Tool
+
+if TYPE_CHECKING:
+    from ._calls import ToolCallState
+    from ._state import LoopState
+
+__all__ = ["apply_guard", "confirmed"]
+
+_NOT_AUTHORIZED = "The call of {name!r} was not authorized; it did not run."
+_NOT_CONFIRMED = "The call of {name!r} was not confirmed; it did not run."
+
+
+def _is_framework(run: LoopState, tool: Tool[Any]) -> bool:
+    ext = getattr(run, "ext", None)
+    return ext is not None and bool(ext.is_framework(tool))
+
+
+async def apply_guard(run: LoopState, guard: GuardFn, calls: list[ToolCallState]) -> None:
+    """Ask the guard about every valid function call not yet decided; record each denial as its decision."""
+    for c in calls:
+        tool = c.tool
+        if c.kind != "function" or tool is None or c.decision is not None or _is_framework(run, tool):
+            continue
+        ctx = run.call_context(tool, c.part.tool_call_id)
+        try:
+            verdict: Any = guard(ctx, tool, c.args)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except ModelRetry as retry:
+            c.reject(retry.message)
+            continue
+        if verdict is None or verdict is True:
+            continue
+        if verdict is False:
+            c.decision = Denied(message=_NOT_AUTHORIZED.format(name=tool.name))
+        elif isinstance(verdict, Denied):
+            c.decision = verdict
+        else:
+            raise UserError(f"the guard returned {verdict!r}; return True, None, False or Denied(message)")
+
+
+async def confirmed(
+    run: LoopState, confirm: ConfirmFn, calls: list[ToolCallState], deferred: list[DeferredCall]
+) -> bool:
+    """Decide the calls waiting for approval with `confirm`; whether the run can go on without a pause.
+
+    A response that also calls an external tool pauses as a whole (its result must come from the
+    application), so nothing is asked then.
+    """
+    if any(d.kind == "external" for d in deferred):
+        return False
+    waiting = {d.tool_call_id for d in deferred}
+    for c in calls:
+        tool = c.tool
+        if c.part.tool_call_id not in waiting or tool is None:
+            continue
+        ctx = run.call_context(tool, c.part.tool_call_id)
+        verdict = await _call(confirm, ctx, tool, c.args)
+        if verdict is True:
+            c.decision = Approved()
+        elif verdict is False:
+            c.decision = Denied(message=_NOT_CONFIRMED.format(name=tool.name))
+        elif isinstance(verdict, Denied):
+            c.decision = verdict
+        elif isinstance(verdict, Approved):
+            if verdict.override_args is not None:
+                try:
+                    c.args = tool.validate_args(verdict.override_args)
+                except (bounded_json.JsonError, msgspec.ValidationError, ValueError, TypeError) as exc:
+                    raise DecisionError(
+                        f"override_args from confirm= for call {c.part.tool_call_id!r} are invalid: {exc}"
+                    ) from exc
+            c.decision = verdict
+        else:
+            raise UserError(
+                f"confirm= returned {verdict!r}; return True, False, Approved(...) or Denied(...)"
+            )
+    return True
+
+
+async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:
+    """An async callback awaited; a sync one in a worker thread (it may well wait for a person)."""
+    fn: Callable[..., Any] = confirm
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
+        return await fn(ctx, tool, args)
+    result: Any = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
+    if inspect.isawaitable(result):
+        return await result
+    return result
