@@ -50,7 +50,7 @@ from ferrule.core.messages import (
     replay_args,
     replayable_to,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 
 from ._schema import strict_schema
 from .profiles import AnthropicProfile
@@ -224,9 +224,9 @@ class _Encoder:
         output_config: dict[str, Any] = {}
         if effort is not None:
             output_config["effort"] = effort
-        if isinstance(call.output, JsonSchemaOutput):
+        if isinstance(call.output, JsonSchemaFormat):
             output_config["format"] = {"type": "json_schema", "schema": strict_schema(call.output.schema)}
-        elif isinstance(call.output, JsonObjectOutput):
+        elif isinstance(call.output, JsonObjectFormat):
             raise UserError(
                 "Anthropic has no JSON-object output mode; use native JSON-schema, tool or prompted output"
             )

@@ -49,7 +49,7 @@ from ferrule.core.messages import (
     replay_args,
     replayable_to,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, ToolDefinition
 
 from ._schema import SchemaDialect, to_json_schema, to_openapi_schema
 from .profiles import GoogleModelTraits, traits_for
@@ -555,14 +555,14 @@ class _Encoder:
         if thinking:
             config["thinkingConfig"] = thinking
         output = self.call.output
-        if isinstance(output, JsonObjectOutput | JsonSchemaOutput):
+        if isinstance(output, JsonObjectFormat | JsonSchemaFormat):
             if has_functions and not self.traits.json_output_with_tools:
                 raise self._unsupported(
                     "function tools together with JSON output",
                     "this Gemini family cannot combine them; use tool output mode or a Gemini 3 model",
                 )
             config["responseMimeType"] = "application/json"
-        if isinstance(output, JsonSchemaOutput):
+        if isinstance(output, JsonSchemaFormat):
             schema = dict(output.schema)
             if output.description and "description" not in schema:
                 schema["description"] = output.description

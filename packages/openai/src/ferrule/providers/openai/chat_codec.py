@@ -64,8 +64,8 @@ from ferrule.core.messages import (
     replayable_to,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     ResponseCompleted,
@@ -482,9 +482,9 @@ def _tool_choice(
 
 def _response_format(call: ModelCall, dialect: ChatDialect) -> dict[str, Any] | None:
     output = call.output
-    if isinstance(output, JsonObjectOutput):
+    if isinstance(output, JsonObjectFormat):
         return {"type": "json_object"}
-    if isinstance(output, JsonSchemaOutput):
+    if isinstance(output, JsonSchemaFormat):
         spec: dict[str, Any] = {"name": output.name}
         if output.description:
             spec["description"] = output.description

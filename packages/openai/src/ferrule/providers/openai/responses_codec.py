@@ -68,8 +68,8 @@ from ferrule.core.messages import (
     replayable_to,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     NativeTool,
@@ -484,13 +484,13 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
     elif isinstance(settings.tool_choice, list) and settings.tool_choice:
         raise UserError("tool_choice names tools, but the request offers none")
     output = call.output
-    if isinstance(output, JsonSchemaOutput):
+    if isinstance(output, JsonSchemaFormat):
         schema, strict = strict_schema.prepare(output.schema, output.strict)
         fmt: dict[str, Any] = {"type": "json_schema", "name": output.name, "schema": schema, "strict": strict}
         if output.description:
             fmt["description"] = output.description
         body["text"] = {"format": fmt}
-    elif isinstance(output, JsonObjectOutput):
+    elif isinstance(output, JsonObjectFormat):
         body["text"] = {"format": {"type": "json_object"}}
     reasons = profile.supports_thinking if profile is not None else False
     reasoning: dict[str, Any] = {}
