@@ -25,7 +25,7 @@ from typing import Final, Literal, TypeAlias
 import msgspec
 
 from ._errors import CaseIdentityMismatch, DuplicateEntry
-from ._report import Analysis, CaseResult, EvaluationResult, Report
+from ._report_data import Analysis, CaseResult, EvaluationResult, ReportData
 
 __all__ = [
     "CI_FORMAT",
@@ -311,7 +311,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
 
 
-def _unique_runs(report: Report, which: str) -> dict[tuple[int, int], CaseResult]:
+def _unique_runs(report: ReportData, which: str) -> dict[tuple[int, int], CaseResult]:
     runs: dict[tuple[int, int], CaseResult] = {}
     for result in report.results:
         key = (result.case_index, result.repetition)
@@ -423,7 +423,7 @@ def _analysis_changes(before: Sequence[Analysis], after: Sequence[Analysis]) -> 
     return tuple(changes)
 
 
-def compare_reports(baseline: Report, candidate: Report) -> Comparison:
+def compare_reports(baseline: ReportData, candidate: ReportData) -> Comparison:
     """Compare `candidate` with `baseline`.
 
     Raises `DuplicateEntry` when either report holds a run identity, an evaluation name within a
