@@ -14,7 +14,6 @@ from typing_extensions import TypeVar
 
 from ferrule.core import bounded_json
 
-from ._builder import KIND_NAMES
 from ._errors import (
     SnapshotDefinitionError,
     SnapshotError,
@@ -25,11 +24,11 @@ from ._errors import (
     SnapshotPayloadVersionError,
     SnapshotVersionError,
 )
+from ._node import KIND_NAMES, GraphShape
 
 if TYPE_CHECKING:
-    from ._builder import Node
-    from ._graph import Graph
     from ._limits import GraphLimits
+    from ._node import Node
 
 __all__ = [
     "DEFINITION_FORMAT",
@@ -155,7 +154,7 @@ def type_name(tp: Any) -> str:
     return repr(tp)
 
 
-def _graph_types(graph: Graph[Any, Any, Any, Any, Any]) -> list[str]:
+def _graph_types(graph: GraphShape) -> list[str]:
     declared = list(graph.types)
     orig = getattr(graph.builder, "__orig_class__", None)
     if orig is not None:
@@ -165,7 +164,7 @@ def _graph_types(graph: Graph[Any, Any, Any, Any, Any]) -> list[str]:
     return [type_name(Any if tp is None else tp) for tp in declared]
 
 
-def definition_fingerprint(graph: Graph[Any, Any, Any, Any, Any]) -> str:
+def definition_fingerprint(graph: GraphShape) -> str:
     """SHA-256 (hex) of the canonical definition document."""
     nodes = graph.nodes
     limits = graph.limits
@@ -258,7 +257,7 @@ def _text(document: bytes | str, what: str) -> str:
 
 
 def write_snapshot(
-    graph: Graph[Any, Any, Any, Any, Any],
+    graph: GraphShape,
     codec: SnapshotCodec[Any, Any],
     *,
     run_id: str,
@@ -332,7 +331,7 @@ class Loaded:
         "run_id",
     )
 
-    def __init__(self, graph: Graph[Any, Any, Any, Any, Any], envelope: _Envelope, paused: Any) -> None:
+    def __init__(self, graph: GraphShape, envelope: _Envelope, paused: Any) -> None:
         self.graph = graph
         self.envelope = envelope
         self.node_index = envelope.next_node.index
@@ -391,7 +390,7 @@ def _migrate(
 
 
 def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to split
-    graph: Graph[Any, Any, Any, Any, Any], source: bytes | str, codec: SnapshotCodec[Any, Any]
+    graph: GraphShape, source: bytes | str, codec: SnapshotCodec[Any, Any]
 ) -> Loaded:
     """Check an envelope against the graph and the codec's version; no codec method is called."""
     limits = graph.limits

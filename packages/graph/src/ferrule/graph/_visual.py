@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import msgspec
 
-from ._builder import DECISION, END, FAN_OUT, KIND_NAMES, Node
 from ._errors import GraphVisualizationTooLarge
+from ._node import DECISION, END, FAN_OUT, KIND_NAMES, GraphShape, Node
 from ._types import NodeMetadata, SourceLocation
-
-if TYPE_CHECKING:
-    from ._graph import Graph
 
 __all__ = [
     "VISUALIZATION_FORMAT_VERSION",
@@ -107,7 +104,7 @@ def _synthetic(node_id: VisualizationNodeId, metadata: NodeMetadata | None) -> V
     )
 
 
-def visualization(graph: Graph[Any, Any, Any, Any, Any]) -> Visualization:
+def visualization(graph: GraphShape) -> Visualization:
     """The graph's `Visualization`."""
     nodes = [_synthetic(START_ID, graph.start_metadata)]
     edges = [VisualizationEdge(source=START_ID, target=_node_id(graph.nodes[graph.entry]))]
@@ -177,7 +174,7 @@ def _has(metadata: NodeMetadata | None) -> bool:
 
 
 def render_mermaid(  # noqa: C901 - sequential validation/rendering steps; to split
-    graph: Graph[Any, Any, Any, Any, Any],
+    graph: GraphShape,
     *,
     title: str | None = None,
     direction: MermaidDirection = "TB",
