@@ -24,8 +24,9 @@ DOCUMENTED = [
     ("agent/_request.py", "request"),
     ("core/retry.py", "request_with_retry"),
     ("core/model.py", "request"),
-    ("providers/openai/_models.py", "_request"),
-    ("providers/openai/_models.py", "_buffered"),
+    ("providers/openai/_model.py", "_request"),
+    ("core/codec.py", "_request"),
+    ("core/codec.py", "_send"),
     ("core/provider.py", "request"),
     ("core/provider.py", "send"),
 ]
