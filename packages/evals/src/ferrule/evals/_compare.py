@@ -19,8 +19,8 @@ and true (`added`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal, TypeAlias
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 
@@ -342,11 +342,8 @@ def _merge_keys(first: Sequence[str], second: Sequence[str]) -> list[str]:
 def _evaluation_changes(
     before: Sequence[EvaluationResult], after: Sequence[EvaluationResult]
 ) -> tuple[EvaluationChange, ...]:
-    old = {e.name: e for e in before}
-    new = {e.name: e for e in after}
     changes: list[EvaluationChange] = []
-    for name in _merge_keys([e.name for e in before], [e.name for e in after]):
-        b, a = old.get(name), new.get(name)
+    for name, b, a in _by_name(before, after):
         status, regression, improvement = _classify(
             _ABSENT if b is None else b.passed, _ABSENT if a is None else a.passed
         )
@@ -366,6 +363,19 @@ def _evaluation_changes(
             )
         )
     return tuple(changes)
+
+
+_Named = TypeVar("_Named", EvaluationResult, Analysis)
+
+
+def _by_name(
+    before: Sequence[_Named], after: Sequence[_Named]
+) -> Iterator[tuple[str, _Named | None, _Named | None]]:
+    """Every name of either side in merged order, with its entry on each side (`None`: absent)."""
+    old = {x.name: x for x in before}
+    new = {x.name: x for x in after}
+    for name in _merge_keys([x.name for x in before], [x.name for x in after]):
+        yield name, old.get(name), new.get(name)
 
 
 def _finite(value: float | None) -> float | None:
@@ -397,11 +407,8 @@ def _usage_delta(before: Iterable[CaseResult], after: Iterable[CaseResult]) -> U
 
 
 def _analysis_changes(before: Sequence[Analysis], after: Sequence[Analysis]) -> tuple[AnalysisChange, ...]:
-    old = {x.name: x for x in before}
-    new = {x.name: x for x in after}
     changes: list[AnalysisChange] = []
-    for name in _merge_keys([x.name for x in before], [x.name for x in after]):
-        b, a = old.get(name), new.get(name)
+    for name, b, a in _by_name(before, after):
         status, regression, improvement = _classify(
             _ABSENT if b is None else b.assertion, _ABSENT if a is None else a.assertion
         )
