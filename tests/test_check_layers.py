@@ -203,11 +203,11 @@ def test_a_package_importing_its_submodules_is_no_cycle(tmp_path: Path) -> None:
     )
 
 
-def test_the_repository_has_no_cycle_beyond_the_listed_ones() -> None:
+def test_the_repository_has_no_module_cycle() -> None:
     result = run(REPO)
     assert "import cycle" not in result.stdout
     assert "at load time" not in result.stdout
-    assert "KNOWN_CYCLES" not in result.stdout
+    assert result.returncode == 0, result.stdout
 
 
 def test_a_cycle_message_names_every_module_of_the_circle(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ is PyYAML); a module no installed distribution provides is taken to be its own d
 Within each distribution the modules form a layered order: no module cycle, counting every import
 (at load time, lazily inside a function, or only under `if TYPE_CHECKING:`), so a lower module never
 names a higher one, not even for a type (a low module that must describe a higher one's object
-names a small protocol instead). A load-time cycle always fails; a cycle of lazy or type-only
-imports fails unless `KNOWN_CYCLES` lists exactly its modules, with the reason it is still there.
+names a small protocol instead). Every cycle fails, load-time or lazy or type-only; there is no
+allowlist.
 
 Usage: `python tools/check_layers.py [REPO]`; prints one line per violation and exits 1 if any.
 """
@@ -187,39 +187,6 @@ def _undeclared_third_party(
     return problems
 
 
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"ferrule.core.model", "ferrule.core.profile", "ferrule.core._profile_check"}): (
-        "ModelProfile.check types its call as ModelCall; model.py is being restructured (codec protocol)"
-    ),
-    frozenset({"ferrule.evals._report", "ferrule.evals._compare", "ferrule.evals._render"}): (
-        "Report's print/html methods call the renderer, which takes a Report and a Comparison"
-    ),
-    frozenset(
-        {
-            "ferrule.graph._builder",
-            "ferrule.graph._fanout",
-            "ferrule.graph._graph",
-            "ferrule.graph._snapshot",
-            "ferrule.graph._visual",
-        }
-    ): "Graph and GraphBuilder name each other; snapshot and Mermaid methods on Graph call modules that take a Graph",
-    frozenset({"ferrule.agent.spec", "ferrule.agent._spec_resolve"}): (
-        "AgentSpec's validate/resolve methods call _spec_resolve, which takes an AgentSpec (arrived with the cli)"
-    ),
-    frozenset(
-        {
-            "ferrule.planning._catalog",
-            "ferrule.planning._document",
-            "ferrule.planning._errors",
-            "ferrule.planning._limits",
-            "ferrule.planning._pointer",
-            "ferrule.planning._results",
-        }
-    ): "Catalog checks AgentTask steps; the plan compiler takes a Catalog (arrived with planning)",
-}
-"""Cycles of lazy or type-only imports still to be untangled, each with its reason. Exact module sets:
-a cycle that gains or loses a module fails, and so does an entry that is no longer a cycle."""
-
 ImportKind = str
 """`load`: runs when the module loads; `lazy`: inside a function; `type`: under `if TYPE_CHECKING:`."""
 
@@ -356,48 +323,34 @@ def _cycle_path(graph: Mapping[str, Mapping[str, ImportKind]], members: list[str
     raise AssertionError(f"{members} is not a cycle")  # pragma: no cover - Tarjan found one
 
 
-def check_cycles(repo: Path, known: Mapping[frozenset[str], str] | None = None) -> list[str]:
+def check_cycles(repo: Path) -> list[str]:
     """Every module cycle in the repository's distributions, as readable lines."""
-    if known is None:
-        known = KNOWN_CYCLES
     problems: list[str] = []
-    seen: set[frozenset[str]] = set()
-    present: set[str] = set()
     for pyproject in sorted(repo.glob("packages/*/pyproject.toml")):
         src = pyproject.parent / "src"
         graph = module_graph(src)
-        present.update(graph)
         load_only = {
             name: {t: k for t, k in targets.items() if k == "load"} for name, targets in graph.items()
         }
         load_cycles = [frozenset(c) for c in cycles(load_only)]
         for members in cycles(graph):
             key = frozenset(members)
-            path = _cycle_path(graph, members)
-            steps = "".join(
-                f"{a} -> " if graph[a][b] == "load" else f"{a} -[{graph[a][b]}]-> "
-                for a, b in itertools.pairwise(path)
-            )
             where = pyproject.parent.relative_to(repo)
             loading = [c for c in load_cycles if c <= key]
             if loading:
                 cycle = _cycle_path(load_only, sorted(loading[0]))
                 problems.append(f"{where}: modules import each other at load time: {' -> '.join(cycle)}")
-            elif key in known:
-                seen.add(key)
-            else:
-                joined = f" (the circle joins {', '.join(members)})" if len(members) > len(path) - 1 else ""
-                problems.append(
-                    f"{where}: import cycle {steps}{path[-1]}{joined}; a lower module must not name a higher "
-                    "one, even for types (pass what it needs, or name a small protocol)"
-                )
-    for key in known.keys() - seen:
-        if not key & present:
-            continue  # another tree (a test's): the entry is not about it
-        names = ", ".join(sorted(key))
-        problems.append(
-            f"tools/check_layers.py: KNOWN_CYCLES lists {{{names}}}, which is no longer such a cycle"
-        )
+                continue
+            path = _cycle_path(graph, members)
+            steps = "".join(
+                f"{a} -> " if graph[a][b] == "load" else f"{a} -[{graph[a][b]}]-> "
+                for a, b in itertools.pairwise(path)
+            )
+            joined = f" (the circle joins {', '.join(members)})" if len(members) > len(path) - 1 else ""
+            problems.append(
+                f"{where}: import cycle {steps}{path[-1]}{joined}; a lower module must not name a higher "
+                "one, even for types (pass what it needs, or name a small protocol)"
+            )
     return problems
 
 

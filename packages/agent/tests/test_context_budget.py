@@ -33,7 +33,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
 from ferrule.core.settings import ModelSettings
 from tests.support.scripts import Script
 
@@ -67,7 +67,7 @@ def test_measure_classifies_provider_facing_bytes() -> None:
         ],
         instructions="sys",
         tools=[tool],
-        output=JsonSchemaOutput(name="o", schema={"type": "string"}),
+        output=JsonSchemaFormat(name="o", schema={"type": "string"}),
     )
     usage = measure(call)
     assert usage.prompt_bytes == len("sys") + len("hé".encode()) + len("ok")

@@ -31,8 +31,7 @@ from ferrule.core.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput
-from ferrule.core.model import TextOutput as TextFormat
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, TextFormat
 from ferrule.core.profile import ModelProfile
 from tests.support.scripts import Script, recorded, text
 
@@ -295,7 +294,7 @@ async def test_native_output() -> None:
     result = await Agent(model(script), output_type=NativeOutput(City, strict=True)).run("x")
     assert result.output == City("Rome", 2800000)
     fmt = script.infos[0].output
-    assert isinstance(fmt, JsonSchemaOutput)
+    assert isinstance(fmt, JsonSchemaFormat)
     assert fmt.name == "City"
     assert fmt.strict is True
     assert fmt.schema["required"] == ["name", "population"]
@@ -307,7 +306,7 @@ async def test_native_union_becomes_any_of() -> None:
     result = await Agent(model(script), output_type=NativeOutput([Cat, Dog])).run("x")
     assert result.output == Dog("woof")
     fmt = script.infos[0].output
-    assert isinstance(fmt, JsonSchemaOutput)
+    assert isinstance(fmt, JsonSchemaFormat)
     assert len(fmt.schema["anyOf"]) == 2
 
 
@@ -330,7 +329,7 @@ async def test_prompted_output_uses_json_object_mode_when_supported() -> None:
     result = await Agent(model(script), output_type=PromptedOutput(City), instructions="Be nice.").run("x")
     assert result.output == City("A", 1)
     info = script.infos[0]
-    assert isinstance(info.output, JsonObjectOutput)
+    assert isinstance(info.output, JsonObjectFormat)
     assert info.instructions is not None
     assert info.instructions.startswith("Be nice.\n\nAlways respond with a JSON object")
     assert '"population"' in info.instructions
@@ -372,7 +371,7 @@ async def test_default_mode_comes_from_the_profile(profile: dict[str, Any], expe
     assert result.output == City("A", 1)
     info = script.infos[0]
     mode = (
-        "tool" if info.output_tools else "native" if isinstance(info.output, JsonSchemaOutput) else "prompted"
+        "tool" if info.output_tools else "native" if isinstance(info.output, JsonSchemaFormat) else "prompted"
     )
     assert mode == expected
 

@@ -35,7 +35,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.anthropic import codec
 from ferrule.providers.anthropic.profiles import anthropic_profile
@@ -741,7 +741,7 @@ def test_request_native_output_and_strict_tool() -> None:
     call = ModelCall(
         messages=[_prompt(recorded, 0)],
         tools=[_tool(t) for t in recorded["tools"]],
-        output=JsonSchemaOutput(name="CityInfo", schema=schema),
+        output=JsonSchemaFormat(name="CityInfo", schema=schema),
         settings=SETTINGS,
     )
     _check(call, it_id)

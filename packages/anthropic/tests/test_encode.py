@@ -30,7 +30,7 @@ from ferrule.core.messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider, codec
 
@@ -401,7 +401,7 @@ def test_native_structured_output_uses_output_config_format() -> None:
         "properties": {"name": {"type": "string", "minLength": 1}},
         "required": ["name"],
     }
-    body = encode(output=JsonSchemaOutput(name="Person", schema=schema))
+    body = encode(output=JsonSchemaFormat(name="Person", schema=schema))
     assert body["output_config"] == {
         "format": {
             "type": "json_schema",
@@ -414,14 +414,14 @@ def test_native_structured_output_uses_output_config_format() -> None:
         }
     }
     with pytest.raises(UserError, match="no JSON-object output mode"):
-        encode(output=JsonObjectOutput())
+        encode(output=JsonObjectFormat())
 
 
 def test_unsupported_structured_output_fails_the_profile_check() -> None:
     model = AnthropicModel("claude-sonnet-4-0", provider=AnthropicProvider(api_key="sk-test-key-0000"))
     call = ModelCall(
         messages=[ModelRequest.user_text_prompt("hi")],
-        output=JsonSchemaOutput(name="X", schema={"type": "object"}),
+        output=JsonSchemaFormat(name="X", schema={"type": "object"}),
     )
     with pytest.raises(UnsupportedFeatureError, match="native JSON-schema output"):
         model.encode(call, stream=False)

@@ -8,7 +8,7 @@ import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import DocumentUrl, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider, infer_model
@@ -105,7 +105,7 @@ def test_profile_check_refuses_what_a_family_lacks() -> None:
         ModelCall(messages=base, settings=ModelSettings(seed=3)),
         ModelCall(messages=base, settings=ModelSettings(presence_penalty=0.1)),
         ModelCall(messages=base, native_tools=[NativeTool(kind="web_search")]),
-        ModelCall(messages=base, output=JsonSchemaOutput(name="x", schema={"type": "object"})),
+        ModelCall(messages=base, output=JsonSchemaFormat(name="x", schema={"type": "object"})),
         ModelCall(messages=base, settings=ModelSettings(service_tier="priority")),
         ModelCall(
             messages=[

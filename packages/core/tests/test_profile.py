@@ -4,7 +4,7 @@ import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError
 from ferrule.core.messages import BinaryContent, ImageUrl, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 
@@ -20,8 +20,8 @@ def test_default_profile_is_fail_closed() -> None:
     profile.check(call(), model="p:m")  # plain text is fine
     cases = [
         call(tools=[ToolDefinition(name="t")]),
-        call(output=JsonSchemaOutput(name="o", schema={"type": "object"})),
-        call(output=JsonObjectOutput()),
+        call(output=JsonSchemaFormat(name="o", schema={"type": "object"})),
+        call(output=JsonObjectFormat()),
         call(native_tools=[NativeTool(kind="web_search")]),
         call(settings=ModelSettings(top_k=3)),
         call(settings=ModelSettings(parallel_tool_calls=True)),
@@ -55,7 +55,7 @@ def test_declared_features_pass() -> None:
     profile.check(
         call(
             tools=[ToolDefinition(name="t")],
-            output=JsonSchemaOutput(name="o", schema={"type": "object"}),
+            output=JsonSchemaFormat(name="o", schema={"type": "object"}),
             native_tools=[NativeTool(kind="web_search")],
             settings=ModelSettings(
                 parallel_tool_calls=True, tool_choice="required", reasoning_effort="high", service_tier="flex"

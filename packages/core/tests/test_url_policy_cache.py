@@ -43,8 +43,8 @@ def test_length_limit_of_the_cache(extra: int) -> None:
     prefix = "https://api.example.com/"
     allowed = prefix + "a" * (url_policy._MAX_CACHED_URL_CHARS - len(prefix) + extra)
     rejected = allowed.replace("api.example.com", "10.0.0.1")
-    url_policy._check_cached.cache_clear()
+    url_policy.UrlPolicy._check_cached.cache_clear()
     assert UrlPolicy().check(allowed) == httpx2.URL(allowed)
     with pytest.raises(UrlPolicyError, match="private"):
         UrlPolicy().check(rejected)
-    assert url_policy._check_cached.cache_info().currsize == (1 - extra)
+    assert url_policy.UrlPolicy._check_cached.cache_info().currsize == (1 - extra)

@@ -27,23 +27,15 @@ from ferrule.evals import (
     load_report_json,
     load_report_yaml,
 )
+from tests.support.examples import EXAMPLES, needs_examples, run_example
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 LOCAL_MODEL = "qwen2.5-coder-0.5b"
 
-pytestmark = pytest.mark.skipif(not EXAMPLES.is_dir(), reason="docs/examples is not part of this checkout")
+pytestmark = needs_examples
 
 
 def test_the_quickstart_writes_files_compares_and_exits_with_the_verdict(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "FERRULE_EXAMPLE_MODEL"}
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "evals_quickstart.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    done = run_example(str(EXAMPLES / "evals_quickstart.py"), str(tmp_path), cwd=Path.cwd())
     assert done.returncode == 1, done.stderr  # the scripted candidate regressed
     assert done.stdout.strip().splitlines()[-1] == '"conclusion": "fail",'
     assert "vs baseline: REGRESSED" in done.stdout

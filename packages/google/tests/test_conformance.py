@@ -37,7 +37,7 @@ from ferrule.core.messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.google import decode_count_tokens
 from ferrule.providers.google.codec import (
@@ -764,12 +764,12 @@ def test_request_native_json_schema_output() -> None:
     }
     call = ModelCall(
         messages=[_user("What is the largest city in Mexico?")],
-        output=JsonSchemaOutput(name="CityLocation", schema=schema, description="A city and its country."),
+        output=JsonSchemaFormat(name="CityLocation", schema=schema, description="A city and its country."),
     )
     _compare(_get("test_google/test_google_native_output#0"), call)
     with_search = ModelCall(
         messages=[_user("What is the largest city in Mexico?")],
-        output=JsonSchemaOutput(name="CityLocation", schema=schema),
+        output=JsonSchemaFormat(name="CityLocation", schema=schema),
         native_tools=[NativeTool(kind="web_search")],
     )
     _compare(_get("test_structured_output/test_native_output_with_builtin_tools#0"), with_search)

@@ -27,7 +27,7 @@ from ferrule.core.messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.settings import ModelSettings, ProviderExtraBody
 from ferrule.providers.google.codec import (
     DUMMY_THOUGHT_SIGNATURE,
@@ -571,14 +571,14 @@ def test_thinking_config_errors(
 def test_structured_output() -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     body = encode(
-        [user("q")], output=JsonSchemaOutput(name="CityLocation", schema=schema, description="A city.")
+        [user("q")], output=JsonSchemaFormat(name="CityLocation", schema=schema, description="A city.")
     )
     assert body["generationConfig"] == {
         "responseMimeType": "application/json",
         "responseJsonSchema": {**schema, "description": "A city.", "title": "CityLocation"},
     }
     openapi = build_request(
-        ModelCall(messages=[user("q")], output=JsonSchemaOutput(name="C", schema=schema)),
+        ModelCall(messages=[user("q")], output=JsonSchemaFormat(name="C", schema=schema)),
         opts("gemini-1.5-pro"),
     )
     assert openapi["generationConfig"] == {
@@ -589,13 +589,13 @@ def test_structured_output() -> None:
             "required": ["city"],
         },
     }
-    assert encode([user("q")], output=JsonObjectOutput())["generationConfig"] == {
+    assert encode([user("q")], output=JsonObjectFormat())["generationConfig"] == {
         "responseMimeType": "application/json"
     }
     with pytest.raises(UnsupportedFeatureError, match="function tools together with JSON output"):
-        encode([user("q")], output=JsonObjectOutput(), tools=[WEATHER])
+        encode([user("q")], output=JsonObjectFormat(), tools=[WEATHER])
     # Gemini 3 combines them.
-    assert encode([user("q")], model="gemini-3-flash-preview", output=JsonObjectOutput(), tools=[WEATHER])[
+    assert encode([user("q")], model="gemini-3-flash-preview", output=JsonObjectFormat(), tools=[WEATHER])[
         "generationConfig"
     ]
 

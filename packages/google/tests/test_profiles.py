@@ -8,7 +8,7 @@ import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import BinaryContent, ModelRequest, UploadedFile, UserPromptPart
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.google import (
     GoogleModel,
@@ -131,7 +131,7 @@ def test_profiles_accept_what_the_family_supports() -> None:
         ModelCall(
             messages=[],
             tools=[ToolDefinition(name="t")],
-            output=JsonSchemaOutput(name="o", schema={"type": "object"}),
+            output=JsonSchemaFormat(name="o", schema={"type": "object"}),
             native_tools=[NativeTool(kind="web_search"), NativeTool(kind="code_execution")],
             settings=ModelSettings(thinking=True, reasoning_effort="high", top_k=3, tool_choice="required"),
         )

@@ -23,7 +23,7 @@ import pytest
 from ferrule.core.errors import ProviderConnectionError, ProviderError, UrlPolicyError
 from ferrule.core.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from ferrule.core.model import (
-    JsonSchemaOutput,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     PartDeltaEvent,
@@ -133,7 +133,7 @@ async def test_usage_chunk_is_the_last_chunk_on_the_wire(local_server: LlamaCppS
 
 async def test_strict_json_schema_output_decodes_into_a_type(local_server: LlamaCppServer) -> None:
     model = local_server.model()
-    output = JsonSchemaOutput(name="city", schema=msgspec.json.schema(City), strict=True)
+    output = JsonSchemaFormat(name="city", schema=msgspec.json.schema(City), strict=True)
     response = await model.request(
         _call("Describe Paris: its name, its country and its population in millions.", output=output)
     )

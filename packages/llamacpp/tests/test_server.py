@@ -11,7 +11,7 @@ import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import ModelRequest
-from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.llamacpp import (
     LlamaCppServer,
@@ -168,7 +168,7 @@ def test_profile_emulates_tools_and_has_native_json_schema() -> None:
     assert profile.context_window == 4096
     tool = ToolDefinition(name="t")
     profile.check(_call(tools=[tool], settings=ModelSettings(tool_choice="required", top_k=5)), model="m")
-    profile.check(_call(output=JsonSchemaOutput(name="x", schema={"type": "object"})), model="m")
+    profile.check(_call(output=JsonSchemaFormat(name="x", schema={"type": "object"})), model="m")
 
 
 @pytest.mark.parametrize(

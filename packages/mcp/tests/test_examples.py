@@ -4,37 +4,20 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+from tests.support.examples import needs_examples, run_example
 
-pytestmark = pytest.mark.skipif(not EXAMPLES.is_dir(), reason="docs/examples is not part of this checkout")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "FERRULE_EXAMPLE_MODEL"}
-    return subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-        cwd=EXAMPLES,
-    )
+pytestmark = needs_examples
 
 
 @pytest.mark.skipif(
     importlib.util.find_spec("mcp_server_time") is None, reason="mcp-server-time is not installed"
 )
 def test_mcp_time() -> None:
-    out = run("mcp_time.py")
+    out = run_example("mcp_time.py")
     assert out.returncode == 0, out.stderr
     offered, result, answer, closed = out.stdout.splitlines()
     assert offered == "tools offered: time__get_current_time, time__convert_time"
@@ -48,7 +31,7 @@ def test_mcp_time() -> None:
 
 
 def test_mcp_serve() -> None:
-    out = run("mcp_serve.py")
+    out = run_example("mcp_serve.py")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "tool: ask_geo - Answers geography questions.",

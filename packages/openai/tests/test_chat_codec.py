@@ -33,8 +33,8 @@ from ferrule.core.messages import (
     UserPromptPart,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     NativeTool,
@@ -211,13 +211,13 @@ def test_non_strict_dialect_sends_schema_unchanged() -> None:
 
 
 def test_response_formats() -> None:
-    assert body(ask(output=JsonObjectOutput()))["response_format"] == {"type": "json_object"}
+    assert body(ask(output=JsonObjectFormat()))["response_format"] == {"type": "json_object"}
     schema = {
         "type": "object",
         "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
         "required": ["a"],
     }
-    strict = body(ask(output=JsonSchemaOutput(name="out", schema=schema, strict=True, description="d")))[
+    strict = body(ask(output=JsonSchemaFormat(name="out", schema=schema, strict=True, description="d")))[
         "response_format"
     ]
     spec = strict["json_schema"]
@@ -225,7 +225,7 @@ def test_response_formats() -> None:
     assert spec["description"] == "d"
     assert spec["schema"]["required"] == ["a", "b"]
     assert spec["schema"]["properties"]["b"] == {"type": ["string", "null"]}
-    relaxed = body(ask(output=JsonSchemaOutput(name="out", schema=schema)))["response_format"]["json_schema"]
+    relaxed = body(ask(output=JsonSchemaFormat(name="out", schema=schema)))["response_format"]["json_schema"]
     assert relaxed["strict"] is False  # optional property: not strict-compatible, so not forced
 
 

@@ -43,7 +43,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.openai import chat_codec, responses_codec
 from ferrule.providers.openai.compatible import DeepSeekProvider, GroqProvider
@@ -550,7 +550,7 @@ def test_request_native_json_schema_output_chat() -> None:
     call = ModelCall(
         messages=[ModelRequest.user_text_prompt("What is the largest city in the user country?")],
         tools=recorded_tools(it),
-        output=JsonSchemaOutput(name=spec["name"], schema=spec["schema"], strict=False),
+        output=JsonSchemaFormat(name=spec["name"], schema=spec["schema"], strict=False),
     )
     assert chat_body(call, "gpt-4o", openai_chat_profile("gpt-4o").dialect) == normalize(it.request_json)
 

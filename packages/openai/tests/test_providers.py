@@ -10,7 +10,7 @@ import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError, UserError
 from ferrule.core.messages import BinaryContent, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.providers.openai import (
@@ -263,7 +263,7 @@ def test_strict_schema_error_is_a_user_error() -> None:
     )
     with pytest.raises(StrictSchemaError):
         model.encode(call(tools=[bad]))
-    output = JsonSchemaOutput(
+    output = JsonSchemaFormat(
         name="o", schema={"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     )
     assert b'"strict":true' in model.encode(call(output=output))

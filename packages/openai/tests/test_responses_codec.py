@@ -37,8 +37,8 @@ from ferrule.core.messages import (
     UserPromptPart,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     NativeTool,
@@ -273,7 +273,7 @@ def test_output_formats_reasoning_and_settings() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     sent = body(
         ask(
-            output=JsonSchemaOutput(name="out", schema=schema),
+            output=JsonSchemaFormat(name="out", schema=schema),
             settings=ModelSettings(
                 reasoning_effort="high",
                 reasoning_summary="auto",
@@ -299,7 +299,7 @@ def test_output_formats_reasoning_and_settings() -> None:
         sent["truncation"],
         sent["prompt_cache_key"],
     ) == (50, "flex", "auto", "ck")
-    assert body(ask(output=JsonObjectOutput()))["text"] == {"format": {"type": "json_object"}}
+    assert body(ask(output=JsonObjectFormat()))["text"] == {"format": {"type": "json_object"}}
     assert body(ask(settings=ModelSettings(thinking=False)))["reasoning"] == {"effort": "none"}
     logprobs = body(ask(settings=ModelSettings(top_logprobs=2, temperature=0.1)), GPT4O, model="gpt-4o")
     assert logprobs["include"] == ["message.output_text.logprobs"]

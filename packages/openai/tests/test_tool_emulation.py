@@ -21,8 +21,8 @@ from ferrule.core.messages import (
     UserPromptPart,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     PartDeltaEvent,
@@ -71,7 +71,7 @@ def _call(**kwargs: Any) -> ModelCall:
 
 
 def _validator(call: ModelCall) -> Any:
-    assert isinstance(call.output, JsonSchemaOutput)
+    assert isinstance(call.output, JsonSchemaFormat)
     return fastjsonschema.compile(call.output.schema)
 
 
@@ -99,7 +99,7 @@ def test_encode_replaces_tools_by_one_schema_output() -> None:
     wire = encode_emulated_tools(call)
     assert wire.tools == ()
     assert wire.output_tools == ()
-    assert isinstance(wire.output, JsonSchemaOutput)
+    assert isinstance(wire.output, JsonSchemaFormat)
     assert wire.output.name == EMULATED_OUTPUT_NAME
     branches = wire.output.schema["anyOf"]
     assert [b["properties"].get("tool") for b in branches] == [
@@ -132,14 +132,14 @@ def test_encoded_schema_accepts_exactly_the_offered_shapes() -> None:
 
 def test_single_branch_is_not_wrapped_in_any_of() -> None:
     wire = encode_emulated_tools(_call(output_tools=[ANSWER], allow_text_output=False))
-    assert isinstance(wire.output, JsonSchemaOutput)
+    assert isinstance(wire.output, JsonSchemaFormat)
     assert "anyOf" not in wire.output.schema
     assert wire.output.schema["properties"]["tool"] == {"const": "final_result"}
     assert "You must call one of the tools now." in (wire.instructions or "")
 
 
 def test_json_schema_output_becomes_the_final_answer_branch() -> None:
-    output = JsonSchemaOutput(
+    output = JsonSchemaFormat(
         name="city",
         schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
         description="A city.",
@@ -152,7 +152,7 @@ def test_json_schema_output_becomes_the_final_answer_branch() -> None:
 
 
 def test_json_object_output_branch_stays_open() -> None:
-    validate = _validator(encode_emulated_tools(_call(tools=[TIME], output=JsonObjectOutput())))
+    validate = _validator(encode_emulated_tools(_call(tools=[TIME], output=JsonObjectFormat())))
     assert _accepts(validate, {"final_answer": {"anything": [1, 2]}})
     assert not _accepts(validate, {"final_answer": "text"})
 
@@ -161,20 +161,20 @@ def test_tool_choice_is_consumed_by_the_schema() -> None:
     required = encode_emulated_tools(
         _call(tools=[WEATHER, TIME], settings=ModelSettings(tool_choice="required"))
     )
-    assert isinstance(required.output, JsonSchemaOutput)
+    assert isinstance(required.output, JsonSchemaFormat)
     assert len(required.output.schema["anyOf"]) == 2
     assert required.settings.tool_choice is None
 
     named = encode_emulated_tools(
         _call(tools=[WEATHER, TIME], settings=ModelSettings(tool_choice=["get_time"]))
     )
-    assert isinstance(named.output, JsonSchemaOutput)
+    assert isinstance(named.output, JsonSchemaFormat)
     assert named.output.schema["properties"]["tool"] == {"const": "get_time"}
 
     none = encode_emulated_tools(
         _call(tools=[WEATHER], settings=ModelSettings(tool_choice="none", parallel_tool_calls=False))
     )
-    assert isinstance(none.output, JsonSchemaOutput)
+    assert isinstance(none.output, JsonSchemaFormat)
     assert none.output.schema["properties"] == {"final_answer": {"type": "string"}}
     assert none.settings.parallel_tool_calls is None
 
@@ -198,7 +198,7 @@ def test_no_branch_left_is_a_user_error() -> None:
 def test_deferred_tools_are_not_offered() -> None:
     deferred = ToolDefinition(name="rare", defer_loading=True)
     wire = encode_emulated_tools(_call(tools=[WEATHER, deferred]))
-    assert isinstance(wire.output, JsonSchemaOutput)
+    assert isinstance(wire.output, JsonSchemaFormat)
     assert "rare" not in msgspec.json.encode(wire.output.schema).decode()
 
 
@@ -217,7 +217,7 @@ def test_defs_are_hoisted_and_renamed_per_tool() -> None:
     a = tool("a", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
     b = tool("b", {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})
     wire = encode_emulated_tools(_call(tools=[a, b]))
-    assert isinstance(wire.output, JsonSchemaOutput)
+    assert isinstance(wire.output, JsonSchemaFormat)
     schema = wire.output.schema
     assert set(schema["$defs"]) == {"tool0_Item", "tool1_Item"}
     validate = fastjsonschema.compile(schema)
@@ -236,7 +236,7 @@ def test_recursive_schema_referring_to_its_root_is_hoisted() -> None:
         },
     )
     wire = encode_emulated_tools(_call(tools=[tree]))
-    assert isinstance(wire.output, JsonSchemaOutput)
+    assert isinstance(wire.output, JsonSchemaFormat)
     validate = fastjsonschema.compile(wire.output.schema)
     assert _accepts(validate, {"tool": "tree", "arguments": {"children": [{"children": []}]}})
     assert not _accepts(validate, {"tool": "tree", "arguments": {"children": [{"children": 1}]}})
@@ -307,7 +307,7 @@ def test_decode_final_answer_text_and_structured() -> None:
     decoded = decode_emulated_tools(_response('{"final_answer": "Sunny, 21 °C"}'), _call(tools=[WEATHER]))
     assert decoded.parts == [TextPart(content="Sunny, 21 °C")]
     assert decoded.finish_reason == "stop"
-    structured = _call(tools=[WEATHER], output=JsonSchemaOutput(name="x", schema={"type": "object"}))
+    structured = _call(tools=[WEATHER], output=JsonSchemaFormat(name="x", schema={"type": "object"}))
     decoded = decode_emulated_tools(_response('{"final_answer": {"name": "Paris"}}'), structured)
     assert decoded.text == '{"name":"Paris"}'
 

@@ -11,7 +11,7 @@ import pytest
 
 from ferrule.agent.testing import AgentInfo, full_profile
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
-from ferrule.core.model import JsonSchemaOutput
+from ferrule.core.model import JsonSchemaFormat
 from ferrule.core.profile import ModelProfile
 from ferrule.planning import PATCH_TOOL, PLAN_TOOL, PlanBudget, PlanError, PlanningAgent
 
@@ -210,7 +210,7 @@ async def test_models_with_json_schema_output_but_no_native_tools_plan_through_i
     await agent_with(script, tools, JSON_SCHEMA_ONLY).run("go")
     info = script.calls[0][2]
     assert list(info.output_tools) == []
-    assert isinstance(info.output, JsonSchemaOutput)
+    assert isinstance(info.output, JsonSchemaFormat)
     assert info.output.name == PLAN_TOOL
     assert (
         info.output.schema["properties"]["steps"]["items"]["anyOf"][0]["properties"]["id"]["type"] == "string"
@@ -224,7 +224,7 @@ async def test_grammar_constrained_models_plan_with_the_numbered_schema() -> Non
     result = await agent_with(script, tools, EMULATED).run("go")
     info = script.calls[0][2]
     assert list(info.output_tools) == []
-    assert isinstance(info.output, JsonSchemaOutput)
+    assert isinstance(info.output, JsonSchemaFormat)
     schema = info.output.schema
     lengths = schema["properties"]["steps"]["anyOf"]
     assert [alt["minItems"] for alt in lengths] == list(range(1, 13))

@@ -15,7 +15,7 @@ from typing_extensions import TypeVar
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
-from ferrule.core.model import TEXT_OUTPUT, JsonObjectOutput, JsonSchemaOutput, OutputFormat, ToolDefinition
+from ferrule.core.model import TEXT_FORMAT, JsonObjectFormat, JsonSchemaFormat, OutputFormat, ToolDefinition
 from ferrule.core.profile import ModelProfile, StructuredOutputMode
 
 from ._errors import OutputSpecError
@@ -633,7 +633,7 @@ def build_plan(info: OutputSpecInfo, mode: OutputMode, profile: ModelProfile) ->
             text_function=info.text_function,
             choices=(),
             tool_defs=(),
-            output_format=TEXT_OUTPUT,
+            output_format=TEXT_FORMAT,
             extra_instructions=None,
         )
     targets = _expand(info.targets, mode)
@@ -673,7 +673,7 @@ def build_plan(info: OutputSpecInfo, mode: OutputMode, profile: ModelProfile) ->
             text_function=info.text_function,
             choices=tuple(choices),
             tool_defs=defs,
-            output_format=TEXT_OUTPUT,
+            output_format=TEXT_FORMAT,
             extra_instructions=None,
         )
     name, description, strict = info.native_meta
@@ -686,14 +686,14 @@ def build_plan(info: OutputSpecInfo, mode: OutputMode, profile: ModelProfile) ->
         schema = _combine([c.schema for c in choices])
         schema_name = name or DEFAULT_OUTPUT_TOOL_NAME
     if mode == "native":
-        output_format: OutputFormat = JsonSchemaOutput(
+        output_format: OutputFormat = JsonSchemaFormat(
             name=schema_name, schema=schema, description=description, strict=strict
         )
         extra = None
     else:
         template = info.prompt_template or DEFAULT_PROMPT_TEMPLATE
         extra = template.replace("{schema}", json.dumps(schema, separators=(",", ":")))
-        output_format = JsonObjectOutput() if profile.supports_json_object_output else TEXT_OUTPUT
+        output_format = JsonObjectFormat() if profile.supports_json_object_output else TEXT_FORMAT
     return OutputPlan(
         mode=mode,
         allow_text=False,

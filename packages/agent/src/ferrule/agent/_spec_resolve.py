@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from ._tools import Tool
-from .spec import (
-    AgentSpec,
+from ._spec_document import (
+    AgentSpecData,
     CapabilityCatalog,
     CapabilityInfo,
     CapabilityResolver,
@@ -19,7 +18,6 @@ from .spec import (
     ModelResolver,
     ProblemKind,
     ProviderCheck,
-    ResolvedAgent,
     ResolvedModel,
     SpecProblem,
     SpecResolutionError,
@@ -27,16 +25,19 @@ from .spec import (
     ToolsetResolver,
     ValidationReport,
 )
+from ._tools import Tool
 
 if TYPE_CHECKING:
     from ferrule.core.model import Model
 
+    from ._agent import Agent
     from .capabilities import Capability
+    from .toolsets import AbstractToolset
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 
 
-def _mcp_env_names(spec: AgentSpec) -> tuple[list[str], list[str]]:
+def _mcp_env_names(spec: AgentSpecData) -> tuple[list[str], list[str]]:
     """`${NAME}` references in the MCP servers: (without a default, with a default)."""
     required: list[str] = []
     optional: list[str] = []
@@ -53,7 +54,7 @@ def _mcp_env_names(spec: AgentSpec) -> tuple[list[str], list[str]]:
     return sorted(set(required)), sorted(set(optional) - set(required))
 
 
-def required_env(spec: AgentSpec, model: ModelRef | None = None) -> list[str]:
+def required_env(spec: AgentSpecData, model: ModelRef | None = None) -> list[str]:
     """The names the spec needs, in first-use order without repeats."""
     names: list[str] = []
     ref = model or spec.model
@@ -81,7 +82,7 @@ def _capability_lookup(
     return CapabilityCatalog(capabilities)
 
 
-def _plan_capabilities(spec: AgentSpec, catalog: CapabilityResolver, check: _Checker) -> list[str]:
+def _plan_capabilities(spec: AgentSpecData, catalog: CapabilityResolver, check: _Checker) -> list[str]:
     """The requested capabilities with their transitive dependencies, dependencies first.
 
     Dependencies are followed before anything is looked up for validation, so a missing or
@@ -185,7 +186,7 @@ def _check_url(ref: ModelRef, check: _Checker) -> None:
 
 
 def validate(
-    spec: AgentSpec,
+    spec: AgentSpecData,
     *,
     providers: Collection[str] | Mapping[str, ProviderCheck | None] | None,
     capabilities: CapabilityResolver | Iterable[CapabilityInfo | Capability[Any]] | None,
@@ -294,7 +295,7 @@ async def _maybe_await(value: Any) -> Any:
 
 
 async def resolve(
-    spec: AgentSpec,
+    spec: AgentSpecData,
     *,
     model_resolver: ModelResolver,
     capability_resolver: CapabilityResolver | Iterable[CapabilityInfo | Capability[Any]] | None,
@@ -305,8 +306,9 @@ async def resolve(
     env_allowlist: Collection[str] | None,
     environ: Mapping[str, str],
     model: ModelRef | None,
-) -> ResolvedAgent:
-    """Phase 3 (see `AgentSpec.resolve`)."""
+) -> tuple[Agent[Any, Any], Model, list[AbstractToolset[Any]], Callable[[], Any] | None]:
+    """Phase 3 (see `AgentSpec.resolve`): the agent, its model, the MCP toolsets built for it, and
+    the model's cleanup callback."""
     from ._agent import Agent
     from .capabilities import Capability
     from .context_budget import ContextBudget
@@ -336,7 +338,6 @@ async def resolve(
         raise SpecValidationError(msgspec.structs.replace(report, problems=tuple(problems)))
     ref = model or spec.model
     assert ref is not None  # validate reported a missing model
-    copy = msgspec.json.decode(msgspec.json.encode(spec), type=AgentSpec)
     # Only now are values read, and only of the names checked above (plus allowlisted optional
     # `${NAME:-default}` references that are set).
     env = {name: environ[name] for name in report.required_env}
@@ -366,7 +367,7 @@ async def resolve(
             )
         )
 
-    toolsets: list[Any] = []
+    toolsets: list[AbstractToolset[Any]] = []
     if spec.mcp_servers:
         assert toolset_resolver is not None
         options: dict[str, Any] = {"requires_approval": True} if spec.require_tool_approval else {}
@@ -417,7 +418,7 @@ async def resolve(
         if cleanup is not None:
             await _maybe_await(cleanup())
         raise
-    return ResolvedAgent(agent, built_model, copy, toolsets=toolsets, cleanup=cleanup)
+    return agent, built_model, toolsets, cleanup
 
 
 def _tool_for(registered: Tool[Any] | Callable[..., Any], name: str, requires_approval: bool) -> Tool[Any]:
@@ -429,7 +430,7 @@ def _tool_for(registered: Tool[Any] | Callable[..., Any], name: str, requires_ap
     return tool
 
 
-def _output_type(spec: AgentSpec, output_types: Mapping[str, Any] | None) -> Any:
+def _output_type(spec: AgentSpecData, output_types: Mapping[str, Any] | None) -> Any:
     from ._output import NativeOutput, PromptedOutput, StructuredDict, ToolOutput
 
     output = spec.output

@@ -52,7 +52,7 @@ from ferrule.core.messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ferrule.core.model import JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
 
 from ._context import RunContext
 from ._errors import AgentRunError
@@ -298,7 +298,7 @@ def measure(call: ModelCall, *, schema_bytes: int | None = None) -> ContextUsage
         meter.tool += _text_bytes(definition.name) + _text_bytes(definition.description or "")
     if schema_bytes is None:
         schema_bytes = _schema_bytes(definitions)
-    if isinstance(call.output, JsonSchemaOutput):
+    if isinstance(call.output, JsonSchemaFormat):
         schema_bytes += len(msgspec.json.encode(call.output.schema))
     return ContextUsage(
         prompt_bytes=meter.prompt,

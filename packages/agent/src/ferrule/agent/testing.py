@@ -37,7 +37,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
 )
 from ferrule.core.model import (
-    JsonSchemaOutput,
+    JsonSchemaFormat,
     Model,
     ModelCall,
     ModelStreamEvent,
@@ -434,7 +434,7 @@ class TestModel(Model):
             )
         output = call.output
         schema = (
-            output.schema if isinstance(output, JsonSchemaOutput) else _prompted_schema(call.instructions)
+            output.schema if isinstance(output, JsonSchemaFormat) else _prompted_schema(call.instructions)
         )
         if schema is not None:
             value = self.custom_output_args if self.custom_output_args is not None else example_value(schema)

@@ -222,7 +222,7 @@ def _normalize(schema: SchemaInput) -> tuple[bytes, Any, Any]:
     except (TypeError, msgspec.EncodeError) as exc:
         raise InvalidJsonSchemaError(f"the schema is not plain JSON data: {exc}") from None
     try:
-        bounded_json._preflight(bounded_json._as_buffer(canonical, limits), limits)  # pyright: ignore[reportPrivateUsage]
+        bounded_json.validate(canonical, limits)
     except bounded_json.JsonLimitError as exc:
         raise InvalidJsonSchemaError(f"the schema is too large: {exc}") from exc
     return canonical, msgspec.json.decode(canonical), cast("Any", value)

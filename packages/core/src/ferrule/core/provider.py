@@ -26,6 +26,7 @@ from typing import (
     Any,
     Concatenate,
     Literal,
+    NamedTuple,
     ParamSpec,
     Self,
     TypeAlias,
@@ -197,6 +198,7 @@ class Provider:
             fixed[name.lower()] = value
         self._headers = fixed
         self._redactor: tuple[tuple[str, ...], Redactor] | None = None
+        self._error_hooks: _ErrorHooks | None = None
         self.timeouts: Timeouts = timeouts if timeouts is not None else Timeouts()
         """Default timeouts of every request; a call may pass its own."""
         self.limits: HttpLimits = limits if limits is not None else HttpLimits()
@@ -229,6 +231,16 @@ class Provider:
         """The category of an error response when the status alone is not enough; `None` uses the status."""
         del status, code, message
         return None
+
+    def _hooks(self) -> _ErrorHooks:
+        # The error hooks a subclass overrides, bound once: a request in flight calls them without
+        # reaching into the provider's protected methods.
+        hooks = self._error_hooks
+        if hooks is None:
+            hooks = self._error_hooks = _ErrorHooks(
+                self._parse_error_body, self._classify_error, self._retry_after_from_body
+            )
+        return hooks
 
     def _credentials(self) -> tuple[str, ...]:
         """Every configured secret string, to be redacted from messages and captured bodies."""
@@ -447,6 +459,7 @@ class Provider:
         end = total if deadline is None else min(total, deadline)
         return _Call(
             provider=self,
+            error_hooks=self._hooks(),
             client=client,
             request=request,
             url=url,
@@ -460,6 +473,14 @@ class Provider:
         )
 
 
+class _ErrorHooks(NamedTuple):
+    """A provider's error hooks (`Provider._parse_error_body`, ...), bound to it."""
+
+    parse_body: Callable[[int, bytes], tuple[str | None, str | None]]
+    classify: Callable[[int, str | None, str | None], ErrorCategory | None]
+    retry_after_from_body: Callable[[int, bytes], float | None]
+
+
 class _Call:
     """One request in flight: what is needed to send it, time it, and describe its failures."""
 
@@ -467,6 +488,7 @@ class _Call:
         self,
         *,
         provider: Provider,
+        error_hooks: _ErrorHooks,
         client: httpx2.AsyncClient,
         request: httpx2.Request,
         url: httpx2.URL,
@@ -479,6 +501,7 @@ class _Call:
         deadline_is_callers: bool,
     ) -> None:
         self.provider = provider
+        self.error_hooks = error_hooks
         self.client = client
         self.request = request
         self._url = url
@@ -620,8 +643,9 @@ class _Call:
         # A broken or slow error body must not hide the status, which says more.
         body, complete = await reader.read_prefix(limits.max_error_body_bytes, tolerate_errors=True)
         status = response.status_code
-        parsed = self.provider._parse_error_body(status, body)  # pyright: ignore[reportPrivateUsage]
-        category = self.provider._classify_error(status, *parsed)  # pyright: ignore[reportPrivateUsage]
+        hooks = self.error_hooks
+        parsed = hooks.parse_body(status, body)
+        category = hooks.classify(status, *parsed)
         error = error_from_response(
             status,
             self.headers,
@@ -636,7 +660,7 @@ class _Call:
         )
         if error.retry_after is None:
             # Some APIs (Gemini's `retryDelay`) put the wait in the body instead of a header.
-            error.retry_after = self.provider._retry_after_from_body(status, body)  # pyright: ignore[reportPrivateUsage]
+            error.retry_after = hooks.retry_after_from_body(status, body)
         _log.debug("%s %s failed: %s", self.request.method, self.url, error)
         return error
 

@@ -94,6 +94,11 @@ _HOW_TO_ALLOW_PRIVATE = (
 )
 
 
+# Bounds the allowed-URL cache: entries, and the length of a URL worth remembering.
+_MAX_CACHED_URLS = 512
+_MAX_CACHED_URL_CHARS = 2048
+
+
 class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Which URLs may be fetched: HTTPS to public hosts by default, plus explicitly allowed origins.
 
@@ -127,9 +132,15 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
         # (frozen, hashable) policy and the URL text, so allowed URLs are remembered in a bounded
         # LRU; rejections are never cached and re-raise with their full message each time.
         if len(text) <= _MAX_CACHED_URL_CHARS:
-            parsed = _check_cached(self, text)
+            parsed = UrlPolicy._check_cached(self, text)
             return url if isinstance(url, httpx2.URL) else parsed
         return self._check(url, text)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=_MAX_CACHED_URLS)
+    def _check_cached(policy: UrlPolicy, text: str) -> httpx2.URL:
+        # httpx2.URL is immutable, so sharing one parsed instance between callers is safe.
+        return policy._check(text, text)
 
     def _check(self, url: str | httpx2.URL, text: str) -> httpx2.URL:
         try:
@@ -174,17 +185,6 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
         except UrlPolicyError:
             return False
         return True
-
-
-# Bounds the allowed-URL cache: entries, and the length of a URL worth remembering.
-_MAX_CACHED_URLS = 512
-_MAX_CACHED_URL_CHARS = 2048
-
-
-@functools.lru_cache(maxsize=_MAX_CACHED_URLS)
-def _check_cached(policy: UrlPolicy, text: str) -> httpx2.URL:
-    # httpx2.URL is immutable, so sharing one parsed instance between callers is safe.
-    return policy._check(text, text)  # pyright: ignore[reportPrivateUsage]
 
 
 def url_origin(url: httpx2.URL) -> str:

@@ -9,6 +9,7 @@ for a measured miss.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import msgspec
 
@@ -45,6 +46,19 @@ class _UsageBase(msgspec.Struct, kw_only=True, omit_defaults=True, repr_omit_def
         """Reasoning tokens (a subset of `output_tokens`), when the provider reported them."""
         return self.details.get("reasoning_tokens", 0)
 
+    def _summed(self, other: _UsageBase) -> dict[str, Any]:
+        """The shared counters of `self + other`, as keyword arguments of either subclass."""
+        return {
+            "input_tokens": self.input_tokens + other.input_tokens,
+            "cache_write_tokens": self.cache_write_tokens + other.cache_write_tokens,
+            "cache_read_tokens": self.cache_read_tokens + other.cache_read_tokens,
+            "output_tokens": self.output_tokens + other.output_tokens,
+            "input_audio_tokens": self.input_audio_tokens + other.input_audio_tokens,
+            "cache_audio_read_tokens": self.cache_audio_read_tokens + other.cache_audio_read_tokens,
+            "output_audio_tokens": self.output_audio_tokens + other.output_audio_tokens,
+            "details": _merge_details(self.details, other.details),
+        }
+
 
 class RequestUsage(_UsageBase, kw_only=True):
     """Usage of one model request."""
@@ -64,14 +78,7 @@ class RequestUsage(_UsageBase, kw_only=True):
 
     def __add__(self, other: RequestUsage) -> RequestUsage:
         return RequestUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
-            cache_audio_read_tokens=self.cache_audio_read_tokens + other.cache_audio_read_tokens,
-            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
-            details=_merge_details(self.details, other.details),
+            **self._summed(other),
             cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
             output_reasoning_tokens=self.output_reasoning_tokens + other.output_reasoning_tokens,
             audio_seconds=self.audio_seconds + other.audio_seconds,
@@ -105,14 +112,7 @@ class RunUsage(_UsageBase, kw_only=True):
 
     def __add__(self, other: RunUsage) -> RunUsage:
         return RunUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
-            cache_audio_read_tokens=self.cache_audio_read_tokens + other.cache_audio_read_tokens,
-            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
-            details=_merge_details(self.details, other.details),
+            **self._summed(other),
             requests=self.requests + other.requests,
             tool_calls=self.tool_calls + other.tool_calls,
             cost_nano_usd=None

@@ -19,13 +19,13 @@ and true (`added`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal, TypeAlias
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 
 from ._errors import CaseIdentityMismatch, DuplicateEntry
-from ._report import Analysis, CaseResult, EvaluationResult, Report
+from ._report_data import Analysis, CaseResult, EvaluationResult, ReportData
 
 __all__ = [
     "CI_FORMAT",
@@ -311,7 +311,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
 
 
-def _unique_runs(report: Report, which: str) -> dict[tuple[int, int], CaseResult]:
+def _unique_runs(report: ReportData, which: str) -> dict[tuple[int, int], CaseResult]:
     runs: dict[tuple[int, int], CaseResult] = {}
     for result in report.results:
         key = (result.case_index, result.repetition)
@@ -342,11 +342,8 @@ def _merge_keys(first: Sequence[str], second: Sequence[str]) -> list[str]:
 def _evaluation_changes(
     before: Sequence[EvaluationResult], after: Sequence[EvaluationResult]
 ) -> tuple[EvaluationChange, ...]:
-    old = {e.name: e for e in before}
-    new = {e.name: e for e in after}
     changes: list[EvaluationChange] = []
-    for name in _merge_keys([e.name for e in before], [e.name for e in after]):
-        b, a = old.get(name), new.get(name)
+    for name, b, a in _by_name(before, after):
         status, regression, improvement = _classify(
             _ABSENT if b is None else b.passed, _ABSENT if a is None else a.passed
         )
@@ -366,6 +363,19 @@ def _evaluation_changes(
             )
         )
     return tuple(changes)
+
+
+_Named = TypeVar("_Named", EvaluationResult, Analysis)
+
+
+def _by_name(
+    before: Sequence[_Named], after: Sequence[_Named]
+) -> Iterator[tuple[str, _Named | None, _Named | None]]:
+    """Every name of either side in merged order, with its entry on each side (`None`: absent)."""
+    old = {x.name: x for x in before}
+    new = {x.name: x for x in after}
+    for name in _merge_keys([x.name for x in before], [x.name for x in after]):
+        yield name, old.get(name), new.get(name)
 
 
 def _finite(value: float | None) -> float | None:
@@ -397,11 +407,8 @@ def _usage_delta(before: Iterable[CaseResult], after: Iterable[CaseResult]) -> U
 
 
 def _analysis_changes(before: Sequence[Analysis], after: Sequence[Analysis]) -> tuple[AnalysisChange, ...]:
-    old = {x.name: x for x in before}
-    new = {x.name: x for x in after}
     changes: list[AnalysisChange] = []
-    for name in _merge_keys([x.name for x in before], [x.name for x in after]):
-        b, a = old.get(name), new.get(name)
+    for name, b, a in _by_name(before, after):
         status, regression, improvement = _classify(
             _ABSENT if b is None else b.assertion, _ABSENT if a is None else a.assertion
         )
@@ -423,7 +430,7 @@ def _analysis_changes(before: Sequence[Analysis], after: Sequence[Analysis]) -> 
     return tuple(changes)
 
 
-def compare_reports(baseline: Report, candidate: Report) -> Comparison:
+def compare_reports(baseline: ReportData, candidate: ReportData) -> Comparison:
     """Compare `candidate` with `baseline`.
 
     Raises `DuplicateEntry` when either report holds a run identity, an evaluation name within a

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._report import CaseResult, EvaluationResult, Report
+from ._report_data import CaseResult, EvaluationResult, ReportData
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +69,7 @@ def evaluation_cell(evaluation: EvaluationResult | None) -> str:
     return " ".join(parts) if parts else "·"
 
 
-def summary_line(report: Report) -> str:
+def summary_line(report: ReportData) -> str:
     """Runs, passed runs, pass rate, tokens and cost of the tasks, and grading usage when there is any."""
     summary = report.summary()
     usage = report.total_usage()
@@ -117,7 +117,7 @@ def _case_label(result: CaseResult) -> str:
     return label
 
 
-def build_table(report: Report, comparison: Comparison | None = None) -> Table:
+def build_table(report: ReportData, comparison: Comparison | None = None) -> Table:
     """The rich table of a report."""
     from rich.table import Table
     from rich.text import Text
@@ -166,7 +166,7 @@ def build_table(report: Report, comparison: Comparison | None = None) -> Table:
 
 
 def print_report(
-    report: Report, *, console: Console | None = None, comparison: Comparison | None = None
+    report: ReportData, *, console: Console | None = None, comparison: Comparison | None = None
 ) -> None:
     """Print the table (to stdout unless a console is given)."""
     from rich.console import Console
@@ -174,7 +174,7 @@ def print_report(
     (console or Console()).print(build_table(report, comparison))
 
 
-def render_text(report: Report, *, width: int, comparison: Comparison | None) -> str:
+def render_text(report: ReportData, *, width: int, comparison: Comparison | None) -> str:
     """The table as plain text."""
     from rich.console import Console
 
@@ -228,7 +228,7 @@ def _histogram(values: Sequence[float]) -> list[tuple[float, float, int]]:
     return [(low + i * width, low + (i + 1) * width, counts[i]) for i in range(bins)]
 
 
-def _score_chart(report: Report, name: str) -> str:
+def _score_chart(report: ReportData, name: str) -> str:
     stats = report.score_statistics(name)
     evaluations = [e for r in report.results if (e := r.evaluation(name)) is not None]
     scores = [e.score for e in evaluations if e.score is not None and math.isfinite(e.score)]
@@ -309,7 +309,7 @@ def _delta_chart(comparison: Comparison) -> str:
     return "".join(parts)
 
 
-def _results_table(report: Report, comparison: Comparison | None) -> str:
+def _results_table(report: ReportData, comparison: Comparison | None) -> str:
     names = report.evaluator_names()
     statuses = _run_statuses(comparison)
     head = "".join(f'<th data-evaluator="{_e(n)}">{_e(n)}</th>' for n in names)
@@ -359,7 +359,7 @@ def _results_table(report: Report, comparison: Comparison | None) -> str:
     return "".join(rows)
 
 
-def _analyses_table(report: Report) -> str:
+def _analyses_table(report: ReportData) -> str:
     if not report.analyses:
         return ""
     rows = [
@@ -409,7 +409,7 @@ def _comparison_section(comparison: Comparison) -> str:
     )
 
 
-def render_html(report: Report, *, comparison: Comparison | None, title: str | None) -> str:
+def render_html(report: ReportData, *, comparison: Comparison | None, title: str | None) -> str:
     """One self-contained HTML page."""
     summary = report.summary()
     usage = report.total_usage()

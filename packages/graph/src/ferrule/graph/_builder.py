@@ -22,12 +22,12 @@ from ._errors import (
     UnreachableNodeError,
 )
 from ._limits import GraphLimits
+from ._node import DECISION, END, FAN_OUT, KIND_NAMES, STEP, FanOutMode, Node, Route
 from ._types import (
     DecisionResult,
     EdgeMetadata,
     GraphContext,
     Join,
-    NextNode,
     NodeMetadata,
     ParallelBranch,
     is_async_callable,
@@ -47,68 +47,7 @@ OutputT = TypeVar("OutputT", default=Any)
 ItemT = TypeVar("ItemT")
 ResultT = TypeVar("ResultT")
 
-FanOutMode = Literal["broadcast", "map"]
-"""`broadcast`: every branch gets the current value; `map`: every branch gets every emitted item."""
-
-STEP = 0
-DECISION = 1
-FAN_OUT = 2
-END = -1
-"""The route target index of the end callback."""
-
-KIND_NAMES = ("step", "decision", "fan_out")
-
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-
-
-class _Route:
-    __slots__ = ("branch", "metadata", "target")
-
-    def __init__(self, branch: str | None, target: str | None, metadata: EdgeMetadata | None) -> None:
-        self.branch = branch
-        self.target = target  # None: the end callback
-        self.metadata = metadata
-
-
-class Node:
-    """One compiled node: what the runner reads per step (kept flat, built once)."""
-
-    __slots__ = (
-        "branch_targets",
-        "branches",
-        "dispose",
-        "fn",
-        "index",
-        "is_async",
-        "join",
-        "kind",
-        "map_async",
-        "map_fn",
-        "marker",
-        "metadata",
-        "mode",
-        "name",
-        "route_defs",
-        "target",
-    )
-
-    def __init__(self, kind: int, name: str, index: int, fn: Any, metadata: NodeMetadata | None) -> None:
-        self.kind = kind
-        self.name = name
-        self.index = index
-        self.fn = fn
-        self.is_async = is_async_callable(fn) if fn is not None else False
-        self.metadata = metadata
-        self.marker = NextNode(name, index)
-        self.target = END
-        self.branch_targets: dict[str, int] = {}
-        self.route_defs: list[_Route] = []
-        self.mode: FanOutMode = "broadcast"
-        self.branches: tuple[ParallelBranch[Any, Any, Any, Any], ...] = ()
-        self.join: Join[Any, Any] | None = None
-        self.map_fn: Any = None
-        self.map_async = False
-        self.dispose: Callable[[Any], None] | None = None
 
 
 class _Def:
@@ -119,7 +58,7 @@ class _Def:
         self.name = name
         self.fn = fn
         self.metadata = metadata
-        self.routes: list[tuple[str, _Route]] = []  # (how it was registered, route)
+        self.routes: list[tuple[str, Route]] = []  # (how it was registered, route)
         self.mode: Any = "broadcast"
         self.branches: Sequence[Any] = ()
         self.join: Any = None
@@ -163,7 +102,7 @@ class GraphBuilder(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         self._starts: list[tuple[Any, NodeMetadata | None]] = []
         self._ends: list[tuple[Any, NodeMetadata | None]] = []
         self._entries: list[str] = []
-        self._orphans: list[tuple[str, str, _Route]] = []  # routes added to unregistered nodes
+        self._orphans: list[tuple[str, str, Route]] = []  # routes added to unregistered nodes
 
     # --- callbacks -------------------------------------------------------------------------------
 
@@ -267,7 +206,7 @@ class GraphBuilder(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
 
     # --- routes ----------------------------------------------------------------------------------
 
-    def _route(self, how: str, node: str, route: _Route) -> None:
+    def _route(self, how: str, node: str, route: Route) -> None:
         for d in reversed(self._defs):
             if d.name == node:
                 d.routes.append((how, route))
@@ -276,21 +215,21 @@ class GraphBuilder(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
 
     def connect(self, node: str, target: str, *, metadata: EdgeMetadata | None = None) -> None:
         """The unconditional route of a step or fan-out to another node."""
-        self._route("connect", node, _Route(None, target, metadata))
+        self._route("connect", node, Route(None, target, metadata))
 
     def finish(self, node: str, *, metadata: EdgeMetadata | None = None) -> None:
         """The unconditional route of a step or fan-out to the end callback."""
-        self._route("finish", node, _Route(None, None, metadata))
+        self._route("finish", node, Route(None, None, metadata))
 
     def branch(
         self, decision: str, branch: str, target: str, *, metadata: EdgeMetadata | None = None
     ) -> None:
         """A decision's named route to another node."""
-        self._route("branch", decision, _Route(branch, target, metadata))
+        self._route("branch", decision, Route(branch, target, metadata))
 
     def branch_finish(self, decision: str, branch: str, *, metadata: EdgeMetadata | None = None) -> None:
         """A decision's named route to the end callback."""
-        self._route("branch_finish", decision, _Route(branch, None, metadata))
+        self._route("branch_finish", decision, Route(branch, None, metadata))
 
     # --- build -----------------------------------------------------------------------------------
 

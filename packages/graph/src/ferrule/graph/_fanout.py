@@ -15,7 +15,7 @@ from ._errors import FanOutLimitExceeded, GraphRunStateError
 from ._limits import GraphLimits
 
 if TYPE_CHECKING:
-    from ._builder import Node
+    from ._node import Node
     from ._types import GraphContext
 
 __all__ = ["Emitter", "run_fan_out"]

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Generic
 import anyio.lowlevel
 from typing_extensions import TypeVar
 
-from ._builder import DECISION, END, FAN_OUT, STEP, Node
 from ._errors import (
     GraphCancelledError,
     GraphInterrupted,
@@ -25,6 +24,7 @@ from ._errors import (
 )
 from ._fanout import run_fan_out
 from ._limits import GraphLimits
+from ._node import DECISION, END, FAN_OUT, STEP, Node
 from ._types import (
     End,
     EventSink,
@@ -42,7 +42,6 @@ from ._types import (
 if TYPE_CHECKING:
     from ferrule.agent import Decision
 
-    from ._builder import GraphBuilder
     from ._snapshot import SnapshotCodec
     from ._visual import MermaidDirection, Visualization
 
@@ -131,7 +130,7 @@ class Graph(Generic[StateT, DepsT, InputT, ValueT, OutputT]):
         limits: GraphLimits,
         definition_id: str | None,
         types: tuple[Any, ...],
-        builder: GraphBuilder[Any, Any, Any, Any, Any],
+        builder: object,
     ) -> None:
         from ._types import is_async_callable
 

@@ -14,7 +14,6 @@ from typing_extensions import TypeVar
 
 from ferrule.core import bounded_json
 
-from ._builder import KIND_NAMES
 from ._errors import (
     SnapshotDefinitionError,
     SnapshotError,
@@ -25,11 +24,11 @@ from ._errors import (
     SnapshotPayloadVersionError,
     SnapshotVersionError,
 )
+from ._node import KIND_NAMES, GraphShape
 
 if TYPE_CHECKING:
-    from ._builder import Node
-    from ._graph import Graph
     from ._limits import GraphLimits
+    from ._node import Node
 
 __all__ = [
     "DEFINITION_FORMAT",
@@ -155,7 +154,7 @@ def type_name(tp: Any) -> str:
     return repr(tp)
 
 
-def _graph_types(graph: Graph[Any, Any, Any, Any, Any]) -> list[str]:
+def _graph_types(graph: GraphShape) -> list[str]:
     declared = list(graph.types)
     orig = getattr(graph.builder, "__orig_class__", None)
     if orig is not None:
@@ -165,7 +164,7 @@ def _graph_types(graph: Graph[Any, Any, Any, Any, Any]) -> list[str]:
     return [type_name(Any if tp is None else tp) for tp in declared]
 
 
-def definition_fingerprint(graph: Graph[Any, Any, Any, Any, Any]) -> str:
+def definition_fingerprint(graph: GraphShape) -> str:
     """SHA-256 (hex) of the canonical definition document."""
     nodes = graph.nodes
     limits = graph.limits
@@ -258,7 +257,7 @@ def _text(document: bytes | str, what: str) -> str:
 
 
 def write_snapshot(
-    graph: Graph[Any, Any, Any, Any, Any],
+    graph: GraphShape,
     codec: SnapshotCodec[Any, Any],
     *,
     run_id: str,
@@ -332,7 +331,7 @@ class Loaded:
         "run_id",
     )
 
-    def __init__(self, graph: Graph[Any, Any, Any, Any, Any], envelope: _Envelope, paused: Any) -> None:
+    def __init__(self, graph: GraphShape, envelope: _Envelope, paused: Any) -> None:
         self.graph = graph
         self.envelope = envelope
         self.node_index = envelope.next_node.index
@@ -390,11 +389,20 @@ def _migrate(
     return new_state, new_value
 
 
-def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to split
-    graph: Graph[Any, Any, Any, Any, Any], source: bytes | str, codec: SnapshotCodec[Any, Any]
-) -> Loaded:
+def read_snapshot(graph: GraphShape, source: bytes | str, codec: SnapshotCodec[Any, Any]) -> Loaded:
     """Check an envelope against the graph and the codec's version; no codec method is called."""
-    limits = graph.limits
+    envelope = _decode_envelope(_parse_fields(source, graph.limits))
+    _check_against_graph(envelope, graph)
+    _check_payload_version(envelope, codec)
+    payload_limits = _payload_limits(graph.limits)
+    _check_document(envelope.state_json, payload_limits, "state document")
+    _check_document(envelope.value_json, payload_limits, "value document")
+    paused = None if envelope.agent_state is None else _agent_pause(envelope, envelope.agent_state, graph)
+    return Loaded(graph, envelope, paused)
+
+
+def _parse_fields(source: bytes | str, limits: GraphLimits) -> dict[str, Any]:
+    """The envelope's JSON object, within the envelope limits, without duplicate keys or constants."""
     if isinstance(source, (bytearray, memoryview)):
         source = bytes(source)
     if not isinstance(source, (bytes, str)):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -408,7 +416,11 @@ def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to spl
         raise SnapshotFormatError(f"the snapshot is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise SnapshotFormatError("a snapshot is a JSON object")
-    fields: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+    return raw  # pyright: ignore[reportUnknownVariableType]
+
+
+def _decode_envelope(fields: dict[str, Any]) -> _Envelope:
+    """The typed envelope, after its format and version are recognised."""
     if fields.get("format") != SNAPSHOT_FORMAT:
         raise SnapshotFormatError(
             f"not a ferrule graph snapshot (format {fields.get('format')!r}, expected {SNAPSHOT_FORMAT!r})"
@@ -424,9 +436,13 @@ def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to spl
     if version < 1:
         raise SnapshotFormatError(f"the snapshot has an invalid version {version}")
     try:
-        envelope = msgspec.convert(fields, _Envelope, strict=True)
+        return msgspec.convert(fields, _Envelope, strict=True)
     except msgspec.ValidationError as exc:
         raise SnapshotFormatError(f"the snapshot envelope is malformed: {exc}") from None
+
+
+def _check_against_graph(envelope: _Envelope, graph: GraphShape) -> None:
+    """The envelope was written by this definition, names one of its nodes and counts steps sanely."""
     if envelope.definition_sha256 != graph.fingerprint:
         raise SnapshotDefinitionError(
             "the snapshot was written by a different graph definition (definition drift): its "
@@ -440,7 +456,7 @@ def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to spl
             f"the snapshot's next node {ref.name!r} (index {ref.index}) is not a node of this graph"
         )
     if (
-        not 1 <= envelope.max_steps <= limits.max_steps
+        not 1 <= envelope.max_steps <= graph.limits.max_steps
         or not 0 <= envelope.completed_steps <= envelope.max_steps
     ):
         raise SnapshotFormatError(
@@ -449,6 +465,10 @@ def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to spl
         )
     if not envelope.run_id:
         raise SnapshotFormatError("the snapshot's run_id is empty")
+
+
+def _check_payload_version(envelope: _Envelope, codec: SnapshotCodec[Any, Any]) -> None:
+    """The codec reads the payload's version, directly or through its `migrate`."""
     current = codec.payload_version
     if envelope.payload_version < 1:
         raise SnapshotFormatError(f"the snapshot's payload_version {envelope.payload_version} is invalid")
@@ -461,21 +481,20 @@ def read_snapshot(  # noqa: C901 - sequential validation/rendering steps; to spl
             f"the snapshot's payload version {envelope.payload_version} is older than the codec's {current} "
             "and the codec has no migrate(state_json, value_json, old_version)"
         )
-    payload_limits = _payload_limits(limits)
-    _check_document(envelope.state_json, payload_limits, "state document")
-    _check_document(envelope.value_json, payload_limits, "value document")
-    paused: Any = None
-    if envelope.agent_state is not None:
-        if not getattr(nodes[ref.index].fn, "__ferrule_agent_node__", False):
-            raise SnapshotNodeError(
-                f"the snapshot holds an agent pause, but node {ref.name!r} is not an agent node"
-            )
-        _check_document(envelope.agent_state, payload_limits, "agent state")
-        from ferrule.agent import Paused, PausedState
-        from ferrule.agent.exceptions import PausedStateError
 
-        try:
-            paused = Paused(PausedState.from_json(envelope.agent_state))
-        except PausedStateError as exc:
-            raise SnapshotFormatError(f"the snapshot's agent state is invalid: {exc}") from None
-    return Loaded(graph, envelope, paused)
+
+def _agent_pause(envelope: _Envelope, agent_state: str, graph: GraphShape) -> Any:
+    """The agent pause the snapshot holds, for an agent node only."""
+    ref = envelope.next_node
+    if not getattr(graph.nodes[ref.index].fn, "__ferrule_agent_node__", False):
+        raise SnapshotNodeError(
+            f"the snapshot holds an agent pause, but node {ref.name!r} is not an agent node"
+        )
+    _check_document(agent_state, _payload_limits(graph.limits), "agent state")
+    from ferrule.agent import Paused, PausedState
+    from ferrule.agent.exceptions import PausedStateError
+
+    try:
+        return Paused(PausedState.from_json(agent_state))
+    except PausedStateError as exc:
+        raise SnapshotFormatError(f"the snapshot's agent state is invalid: {exc}") from None

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import msgspec
 
-from ._builder import DECISION, END, FAN_OUT, KIND_NAMES, Node
 from ._errors import GraphVisualizationTooLarge
+from ._node import DECISION, END, FAN_OUT, KIND_NAMES, GraphShape, Node
 from ._types import NodeMetadata, SourceLocation
-
-if TYPE_CHECKING:
-    from ._graph import Graph
 
 __all__ = [
     "VISUALIZATION_FORMAT_VERSION",
@@ -107,7 +104,7 @@ def _synthetic(node_id: VisualizationNodeId, metadata: NodeMetadata | None) -> V
     )
 
 
-def visualization(graph: Graph[Any, Any, Any, Any, Any]) -> Visualization:
+def visualization(graph: GraphShape) -> Visualization:
     """The graph's `Visualization`."""
     nodes = [_synthetic(START_ID, graph.start_metadata)]
     edges = [VisualizationEdge(source=START_ID, target=_node_id(graph.nodes[graph.entry]))]
@@ -176,8 +173,8 @@ def _has(metadata: NodeMetadata | None) -> bool:
     return metadata is not None and metadata != NodeMetadata()
 
 
-def render_mermaid(  # noqa: C901 - sequential validation/rendering steps; to split
-    graph: Graph[Any, Any, Any, Any, Any],
+def render_mermaid(
+    graph: GraphShape,
     *,
     title: str | None = None,
     direction: MermaidDirection = "TB",
@@ -186,112 +183,16 @@ def render_mermaid(  # noqa: C901 - sequential validation/rendering steps; to sp
     """The Mermaid `stateDiagram-v2` document of `graph`."""
     if direction not in ("TB", "BT", "LR", "RL"):
         raise ValueError(f"direction must be 'TB', 'BT', 'LR' or 'RL', got {direction!r}")
-    nodes = graph.nodes
-    ids = {node.index: f"n{node.index + 1}" for node in nodes}
     lines: list[str] = []
     if title is not None:
         lines += ["---", f"title: {_title(title)}", "---"]
     lines += ["stateDiagram-v2", f"    direction {direction}"]
-
-    start_state = "start" if _has(graph.start_metadata) else None
-    end_state = "end" if _has(graph.end_metadata) else None
-
-    # Declarations, grouped in first-appearance order.
-    groups: dict[str, list[list[str]]] = {}
-    loose: list[list[str]] = []
-    notes: list[str] = []
-
-    def declare(group: str | None, decl: list[str]) -> None:
-        if group is None:
-            loose.append(decl)
-        else:
-            groups.setdefault(group, []).append(decl)
-
-    def note(state: str, texts: list[str]) -> None:
-        if texts:
-            notes.append(f"    note right of {state}")
-            notes.extend(f"        {escape_mermaid(t)}" for t in texts)
-            notes.append("    end note")
-
-    def node_notes(state: str, metadata: NodeMetadata | None) -> None:
-        if metadata is None:
-            return
-        texts: list[str] = []
-        if metadata.description is not None:
-            texts.append(metadata.description)
-        if metadata.source is not None:
-            texts.append(f"defined at {metadata.source.file}:{metadata.source.line}")
-        note(state, texts)
-
-    for state, metadata, default in (
-        (start_state, graph.start_metadata, "start"),
-        (end_state, graph.end_metadata, "end"),
-    ):
-        if state is not None and metadata is not None:
-            declare(metadata.group, [f'state "{escape_mermaid(metadata.label or default)}" as {state}'])
-            node_notes(state, metadata)
-    for node in nodes:
-        sid = ids[node.index]
-        m = node.metadata
-        decl = [f'state "{escape_mermaid(m.label if m is not None and m.label else node.name)}" as {sid}']
-        if node.kind == DECISION:
-            decl.append(f"state {sid}_choice <<choice>>")
-        elif node.kind == FAN_OUT:
-            decl.append(f"state {sid}_fork <<fork>>")
-            decl += [
-                f'state "{escape_mermaid(b.name)}" as {sid}_b{i + 1}' for i, b in enumerate(node.branches)
-            ]
-            decl.append(f"state {sid}_join <<join>>")
-        declare(m.group if m is not None else None, decl)
-        node_notes(sid, m)
-
-    for index, (group, decls) in enumerate(groups.items()):
-        lines.append(f'    state "{escape_mermaid(group)}" as g{index + 1} {{')
-        lines.extend(f"        {line}" for decl in decls for line in decl)
-        lines.append("    }")
-    lines.extend(f"    {line}" for decl in loose for line in decl)
-
-    def edge(source: str, target: str, label: str | None) -> None:
-        if edge_labels and label:
-            lines.append(f"    {source} --> {target}: {escape_mermaid(label)}")
-        else:
-            lines.append(f"    {source} --> {target}")
-
-    end_target = end_state or "[*]"
-    entry = ids[graph.entry]
-    if start_state is not None:
-        edge("[*]", start_state, None)
-        edge(start_state, entry, None)
-    else:
-        edge("[*]", entry, None)
-    for node in nodes:
-        sid = ids[node.index]
-        source = sid
-        if node.kind == DECISION:
-            edge(sid, f"{sid}_choice", None)
-            source = f"{sid}_choice"
-        elif node.kind == FAN_OUT:
-            edge(sid, f"{sid}_fork", "each item" if node.mode == "map" else None)
-            for i in range(len(node.branches)):
-                edge(f"{sid}_fork", f"{sid}_b{i + 1}", None)
-                edge(f"{sid}_b{i + 1}", f"{sid}_join", None)
-            source = f"{sid}_join"
-        for route in node.route_defs:
-            target_index = node.branch_targets[route.branch] if route.branch is not None else node.target
-            target = end_target if target_index == END else ids[target_index]
-            em = route.metadata
-            label = em.label if em is not None and em.label else route.branch
-            edge(source, target, label)
-            if em is not None:
-                texts: list[str] = []
-                if em.description is not None:
-                    texts.append(f"{label or 'route'}: {em.description}")
-                if em.source is not None:
-                    texts.append(f"{label or 'route'} defined at {em.source.file}:{em.source.line}")
-                note(sid, texts)
-    if end_state is not None:
-        edge(end_state, "[*]", None)
-    lines.extend(notes)
+    diagram = _Mermaid(graph, edge_labels)
+    diagram.declare_states()
+    lines += diagram.declarations()
+    diagram.connect()
+    lines += diagram.edges
+    lines += diagram.notes
     document = "\n".join(lines) + "\n"
     size = len(document.encode("utf-8", "surrogatepass"))
     limit = graph.limits.max_visualization_bytes
@@ -300,3 +201,124 @@ def render_mermaid(  # noqa: C901 - sequential validation/rendering steps; to sp
             f"the Mermaid document is {size} bytes, past max_visualization_bytes={limit}"
         )
     return document
+
+
+class _Mermaid:
+    """The parts of one Mermaid document: state declarations by group, edges, and notes."""
+
+    def __init__(self, graph: GraphShape, edge_labels: bool) -> None:
+        self.graph = graph
+        self.edge_labels = edge_labels
+        self.ids = {node.index: f"n{node.index + 1}" for node in graph.nodes}
+        self.start_state = "start" if _has(graph.start_metadata) else None
+        self.end_state = "end" if _has(graph.end_metadata) else None
+        self.groups: dict[str, list[list[str]]] = {}  # in first-appearance order
+        self.loose: list[list[str]] = []
+        self.edges: list[str] = []
+        self.notes: list[str] = []
+
+    def declare(self, group: str | None, decl: list[str]) -> None:
+        if group is None:
+            self.loose.append(decl)
+        else:
+            self.groups.setdefault(group, []).append(decl)
+
+    def note(self, state: str, texts: list[str]) -> None:
+        if texts:
+            self.notes.append(f"    note right of {state}")
+            self.notes.extend(f"        {escape_mermaid(t)}" for t in texts)
+            self.notes.append("    end note")
+
+    def node_notes(self, state: str, metadata: NodeMetadata | None) -> None:
+        if metadata is None:
+            return
+        texts: list[str] = []
+        if metadata.description is not None:
+            texts.append(metadata.description)
+        if metadata.source is not None:
+            texts.append(f"defined at {metadata.source.file}:{metadata.source.line}")
+        self.note(state, texts)
+
+    def declare_states(self) -> None:
+        graph = self.graph
+        for state, metadata, default in (
+            (self.start_state, graph.start_metadata, "start"),
+            (self.end_state, graph.end_metadata, "end"),
+        ):
+            if state is not None and metadata is not None:
+                self.declare(
+                    metadata.group, [f'state "{escape_mermaid(metadata.label or default)}" as {state}']
+                )
+                self.node_notes(state, metadata)
+        for node in graph.nodes:
+            sid = self.ids[node.index]
+            m = node.metadata
+            decl = [f'state "{escape_mermaid(m.label if m is not None and m.label else node.name)}" as {sid}']
+            if node.kind == DECISION:
+                decl.append(f"state {sid}_choice <<choice>>")
+            elif node.kind == FAN_OUT:
+                decl.append(f"state {sid}_fork <<fork>>")
+                decl += [
+                    f'state "{escape_mermaid(b.name)}" as {sid}_b{i + 1}' for i, b in enumerate(node.branches)
+                ]
+                decl.append(f"state {sid}_join <<join>>")
+            self.declare(m.group if m is not None else None, decl)
+            self.node_notes(sid, m)
+
+    def declarations(self) -> list[str]:
+        lines: list[str] = []
+        for index, (group, decls) in enumerate(self.groups.items()):
+            lines.append(f'    state "{escape_mermaid(group)}" as g{index + 1} {{')
+            lines.extend(f"        {line}" for decl in decls for line in decl)
+            lines.append("    }")
+        lines.extend(f"    {line}" for decl in self.loose for line in decl)
+        return lines
+
+    def edge(self, source: str, target: str, label: str | None) -> None:
+        if self.edge_labels and label:
+            self.edges.append(f"    {source} --> {target}: {escape_mermaid(label)}")
+        else:
+            self.edges.append(f"    {source} --> {target}")
+
+    def connect(self) -> None:
+        entry = self.ids[self.graph.entry]
+        if self.start_state is not None:
+            self.edge("[*]", self.start_state, None)
+            self.edge(self.start_state, entry, None)
+        else:
+            self.edge("[*]", entry, None)
+        for node in self.graph.nodes:
+            self.routes(node, self.node_exit(node))
+        if self.end_state is not None:
+            self.edge(self.end_state, "[*]", None)
+
+    def node_exit(self, node: Node) -> str:
+        """The state a node's routes leave from, after its choice or its fork and join."""
+        sid = self.ids[node.index]
+        if node.kind == DECISION:
+            self.edge(sid, f"{sid}_choice", None)
+            return f"{sid}_choice"
+        if node.kind == FAN_OUT:
+            self.edge(sid, f"{sid}_fork", "each item" if node.mode == "map" else None)
+            for i in range(len(node.branches)):
+                self.edge(f"{sid}_fork", f"{sid}_b{i + 1}", None)
+                self.edge(f"{sid}_b{i + 1}", f"{sid}_join", None)
+            return f"{sid}_join"
+        return sid
+
+    def routes(self, node: Node, source: str) -> None:
+        sid = self.ids[node.index]
+        end_target = self.end_state or "[*]"
+        for route in node.route_defs:
+            target_index = node.branch_targets[route.branch] if route.branch is not None else node.target
+            target = end_target if target_index == END else self.ids[target_index]
+            em = route.metadata
+            label = em.label if em is not None and em.label else route.branch
+            self.edge(source, target, label)
+            if em is not None:
+                texts: list[str] = []
+                if em.description is not None:
+                    texts.append(f"{label or 'route'}: {em.description}")
+                if em.source is not None:
+                    texts.append(f"{label or 'route'} defined at {em.source.file}:{em.source.line}")
+                self.note(sid, texts)

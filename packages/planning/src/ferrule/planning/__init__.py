@@ -28,6 +28,7 @@ from ._agent import PATCH_TOOL, PLAN_TOOL, ROUTE_TOOL, PlanningAgent, PlanStream
 from ._budget import PlanBudget
 from ._capability import CAPABILITY_ID, TOOL_NAME, PlanCapability
 from ._catalog import MAX_AGENT_TOOL_CALLS, MAX_CATALOG_TOOLS, Catalog
+from ._compile import validate_plan
 from ._document import (
     PLAN_VERSION,
     AgentTask,
@@ -36,9 +37,8 @@ from ._document import (
     StepBinding,
     StepCondition,
     TaskStep,
-    validate_plan,
 )
-from ._errors import PlanBudgetExceeded, PlanDenied, PlanError, PlanRunError, PlanStepError, PlanTimeoutError
+from ._errors import PlanDenied, PlanError
 from ._events import (
     Advice,
     AdviceEvent,
@@ -94,6 +94,7 @@ from ._results import (
     StepResult,
     StepStatus,
 )
+from ._run_errors import PlanBudgetExceeded, PlanRunError, PlanStepError, PlanTimeoutError
 from ._runner import Mode, Router
 
 __version__ = "0.1.0"

@@ -81,24 +81,36 @@ def _with_context(text: str, instructions: str | None) -> str:
     return f"{instructions}\n\n{text}" if instructions else text
 
 
+class _Outcome:
+    """The last item of a stream's channel: how the run ended (the stream reads it, never yields it)."""
+
+    __slots__ = ("error", "result")
+
+    def __init__(self, result: PlanningResult | None, error: Exception | None) -> None:
+        self.result = result
+        self.error = error
+
+
 class PlanStream:
     """The events of a streamed run: plan events, then the composer's (or chat loop's) agent events."""
 
-    __slots__ = ("_error", "_receive", "_result")
+    __slots__ = ("_receive", "_result")
 
     def __init__(self, receive: MemoryObjectReceiveStream[Any]) -> None:
         self._receive = receive
         self._result: PlanningResult | None = None
-        self._error: BaseException | None = None
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._events()
 
     async def _events(self) -> AsyncGenerator[Any]:
         async for event in self._receive:
+            if isinstance(event, _Outcome):
+                if event.error is not None:
+                    raise event.error
+                self._result = event.result
+                return
             yield event
-        if self._error is not None:
-            raise self._error
 
     @property
     def result(self) -> PlanningResult:
@@ -331,9 +343,10 @@ class PlanningAgent:
                     result = await self.run(
                         prompt, mode=mode, deps=deps, trace=trace, event_handler=send.send
                     )
-                    stream._result = result  # pyright: ignore[reportPrivateUsage]
                 except Exception as exc:
-                    stream._error = exc  # pyright: ignore[reportPrivateUsage]
+                    await send.send(_Outcome(None, exc))
+                else:
+                    await send.send(_Outcome(result, None))
 
         failure: Exception | None = None
         async with anyio.create_task_group() as group, receive:

@@ -18,7 +18,7 @@ from ferrule.agent.exceptions import RunCancelledError, run_state_of
 from ferrule.core.errors import UserError
 from ferrule.core.usage import RunUsage
 
-from ._errors import PlanDenied, PlanError, PlanTimeoutError
+from ._errors import PlanDenied, PlanError
 from ._events import (
     Advice,
     AdviceEvent,
@@ -32,6 +32,7 @@ from ._events import (
 )
 from ._graph import CycleError, topological_order
 from ._limits import MAX_ADVICE_CHARS, MAX_ADVISORS, MAX_PLAN_STEPS, MAX_TITLE_CHARS, check_step_id
+from ._run_errors import PlanTimeoutError
 from ._util import call_user, callable_name, describe_error
 
 if TYPE_CHECKING:

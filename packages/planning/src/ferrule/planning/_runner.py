@@ -29,6 +29,7 @@ from ferrule.core.usage import RunUsage, UsageLimitExceeded, UsageLimits
 
 from ._budget import PlanBudget
 from ._catalog import Catalog
+from ._compile import compile_plan
 from ._document import (
     PLAN_VERSION,
     CompiledPlan,
@@ -36,10 +37,9 @@ from ._document import (
     PlanDocument,
     PlanPatch,
     TaskStep,
-    compile_plan,
     decode_document,
 )
-from ._errors import PlanBudgetExceeded, PlanError, PlanRunError, PlanStepError, PlanTimeoutError
+from ._errors import PlanError
 from ._events import (
     BatchEndEvent,
     BatchStartEvent,
@@ -67,6 +67,7 @@ from ._results import (
     StepStatus,
 )
 from ._roles import Job, StructuredRole
+from ._run_errors import PlanBudgetExceeded, PlanRunError, PlanStepError, PlanTimeoutError
 from ._util import call_user, describe_error, safe_text
 
 __all__ = ["Runner"]

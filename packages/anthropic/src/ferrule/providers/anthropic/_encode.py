@@ -30,6 +30,7 @@ from ferrule.core.messages import (
     InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
@@ -50,7 +51,7 @@ from ferrule.core.messages import (
     replay_args,
     replayable_to,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
 
 from ._schema import strict_schema
 from .profiles import AnthropicProfile
@@ -224,9 +225,9 @@ class _Encoder:
         output_config: dict[str, Any] = {}
         if effort is not None:
             output_config["effort"] = effort
-        if isinstance(call.output, JsonSchemaOutput):
+        if isinstance(call.output, JsonSchemaFormat):
             output_config["format"] = {"type": "json_schema", "schema": strict_schema(call.output.schema)}
-        elif isinstance(call.output, JsonObjectOutput):
+        elif isinstance(call.output, JsonObjectFormat):
             raise UserError(
                 "Anthropic has no JSON-object output mode; use native JSON-schema, tool or prompted output"
             )
@@ -655,67 +656,71 @@ class _Encoder:
 
     # -- responses --------------------------------------------------------------------------------
 
-    def _response(self, message: ModelResponse) -> None:  # noqa: C901 - exhaustive match over every part/event kind
+    def _response(self, message: ModelResponse) -> None:
         replay = replayable_to(message, PROVIDER_NAME)
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
-            own = replay and part.provider_name in (None, PROVIDER_NAME)
-            match part:
-                case TextPart():
-                    if part.content:
-                        blocks.append({"type": "text", "text": part.content})
-                case ToolCallPart():
-                    block: dict[str, Any] = {
-                        "type": "tool_use",
-                        "id": part.tool_call_id,
-                        "name": part.tool_name,
-                        "input": replay_args(part.args),
-                    }
-                    caller = (part.provider_details or {}).get("caller") if own else None
-                    if isinstance(caller, dict):
-                        block["caller"] = caller
-                    blocks.append(block)
-                case ThinkingPart():
-                    if own:
-                        thinking = _thinking_block(part)
-                        if thinking is not None:
-                            blocks.append(thinking)
-                    # Reasoning from another provider is never sent: it is not signed for this API.
-                case NativeToolCallPart():
-                    if own and part.provider_name == PROVIDER_NAME:
-                        blocks.append(_native_call_block(part))
-                case NativeToolReturnPart():
-                    if own and part.provider_name == PROVIDER_NAME:
-                        result = _native_result_block(part)
-                        if result is not None:
-                            blocks.append(result)
-                case CompactionPart():
-                    if own and part.provider_name == PROVIDER_NAME:
-                        compaction: dict[str, Any] = {"type": "compaction", "content": part.content}
-                        encrypted = (part.provider_details or {}).get("encrypted_content")
-                        if isinstance(encrypted, str):
-                            compaction["encrypted_content"] = encrypted
-                        blocks.append(compaction)
-                        self.replayed_compaction = True
-                    elif part.content:
-                        # Another provider's readable summary is portable text.
-                        blocks.append({"type": "text", "text": part.content})
-                case SpeechPart():
-                    if part.transcript:
-                        blocks.append({"type": "text", "text": part.transcript})
-                    elif part.audio is not None:
-                        raise self._refuse(
-                            "speech",
-                            "the model's spoken answer has no transcript, and earlier model turns are sent "
-                            "as text; transcribe the audio into SpeechPart.transcript or drop the part",
-                        )
-                case FilePart():
-                    pass  # generated files are not sent back to a model that cannot take them as output
-                case _:
-                    assert_never(part)
+            block = self._response_block(part, replay and part.provider_name in (None, PROVIDER_NAME))
+            if block is not None:
+                blocks.append(block)
         if any(b["type"] == "mcp_tool_use" for b in blocks):
             self.betas.add(BETA_MCP_CLIENT)
         self._append("assistant", blocks)
+
+    def _response_block(self, part: ModelResponsePart, own: bool) -> dict[str, Any] | None:
+        """The content block of one response part (`None`: nothing is sent for it); `own`: the part
+        may be replayed to this API as it was produced."""
+        mine = own and part.provider_name == PROVIDER_NAME
+        match part:
+            case TextPart():
+                return {"type": "text", "text": part.content} if part.content else None
+            case ToolCallPart():
+                block: dict[str, Any] = {
+                    "type": "tool_use",
+                    "id": part.tool_call_id,
+                    "name": part.tool_name,
+                    "input": replay_args(part.args),
+                }
+                caller = (part.provider_details or {}).get("caller") if own else None
+                if isinstance(caller, dict):
+                    block["caller"] = caller
+                return block
+            case ThinkingPart():
+                # Reasoning from another provider is never sent: it is not signed for this API.
+                return _thinking_block(part) if own else None
+            case NativeToolCallPart():
+                return _native_call_block(part) if mine else None
+            case NativeToolReturnPart():
+                return _native_result_block(part) if mine else None
+            case CompactionPart():
+                return (
+                    self._compaction_block(part)
+                    if mine
+                    # Another provider's readable summary is portable text.
+                    else ({"type": "text", "text": part.content} if part.content else None)
+                )
+            case SpeechPart():
+                if part.transcript:
+                    return {"type": "text", "text": part.transcript}
+                if part.audio is not None:
+                    raise self._refuse(
+                        "speech",
+                        "the model's spoken answer has no transcript, and earlier model turns are sent "
+                        "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                    )
+                return None
+            case FilePart():
+                return None  # generated files are not sent back to a model that cannot take them as output
+            case _:
+                assert_never(part)
+
+    def _compaction_block(self, part: CompactionPart) -> dict[str, Any]:
+        compaction: dict[str, Any] = {"type": "compaction", "content": part.content}
+        encrypted = (part.provider_details or {}).get("encrypted_content")
+        if isinstance(encrypted, str):
+            compaction["encrypted_content"] = encrypted
+        self.replayed_compaction = True
+        return compaction
 
 
 def _with_metadata(block: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ferrule.core.messages import (
     InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
@@ -49,7 +50,7 @@ from ferrule.core.messages import (
     replay_args,
     replayable_to,
 )
-from ferrule.core.model import JsonObjectOutput, JsonSchemaOutput, ModelCall, ToolDefinition
+from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, ToolDefinition
 
 from ._schema import SchemaDialect, to_json_schema, to_openapi_schema
 from .profiles import GoogleModelTraits, traits_for
@@ -382,50 +383,12 @@ class _Encoder:
         result = {"functionResponse": {"name": part.tool_name, "id": part.tool_call_id, "response": response}}
         return [result, *extra]
 
-    def _response(self, message: ModelResponse) -> None:  # noqa: C901 - exhaustive match over every part/event kind
+    def _response(self, message: ModelResponse) -> None:
         replay = replayable_to(message, self.options.provider_name, self.options.model_name)
         parts: list[dict[str, Any]] = []
         for part in message.parts:
             signature = _signature(part) if replay else None
-            encoded: dict[str, Any] | None = None
-            match part:
-                case TextPart():
-                    encoded = {"text": part.content}
-                case ThinkingPart():
-                    # Reasoning is sent back only to the model that produced it (it is not portable).
-                    if replay:
-                        if part.content:
-                            encoded = {"text": part.content, "thought": True}
-                        elif signature:
-                            encoded = {"text": ""}
-                case ToolCallPart():
-                    call: dict[str, Any] = {"name": part.tool_name, "args": replay_args(part.args)}
-                    if part.tool_call_id:
-                        call["id"] = part.tool_call_id
-                    encoded = {"functionCall": call}
-                case NativeToolCallPart() | NativeToolReturnPart():
-                    if replay and part.provider_name in (None, self.options.provider_name):
-                        encoded = _native_part(part)
-                case FilePart():
-                    data: dict[str, Any] = {"mimeType": part.content.media_type, "data": part.content.base64}
-                    encoded = {"inlineData": data}
-                    if replay and (part.provider_details or {}).get("thought") is True:
-                        encoded["thought"] = True
-                case SpeechPart():
-                    if part.transcript:
-                        encoded = {"text": part.transcript}
-                    elif part.audio is not None:
-                        raise self._refuse(
-                            "speech",
-                            "the model's spoken answer has no transcript, and earlier model turns are sent "
-                            "as text; transcribe the audio into SpeechPart.transcript or drop the part",
-                        )
-                case CompactionPart():
-                    # Gemini has no compaction of its own: a readable summary is sent as model text.
-                    if part.content:
-                        encoded = {"text": part.content}
-                case _:
-                    assert_never(part)
+            encoded = self._response_part(part, replay, signature)
             if encoded is None:
                 continue
             if signature:
@@ -439,6 +402,50 @@ class _Encoder:
             # Gemini rejects a model turn without parts; an empty answer is an empty text part.
             parts = [{"text": ""}]
         self._append("model", parts)
+
+    def _response_part(
+        self, part: ModelResponsePart, replay: bool, signature: str | None
+    ) -> dict[str, Any] | None:
+        """The Gemini part of one response part (`None`: nothing is sent for it); `replay`: the
+        response may be replayed to this model as it was produced."""
+        match part:
+            case TextPart():
+                return {"text": part.content}
+            case ThinkingPart():
+                # Reasoning is sent back only to the model that produced it (it is not portable).
+                if replay and part.content:
+                    return {"text": part.content, "thought": True}
+                return {"text": ""} if replay and signature else None
+            case ToolCallPart():
+                call: dict[str, Any] = {"name": part.tool_name, "args": replay_args(part.args)}
+                if part.tool_call_id:
+                    call["id"] = part.tool_call_id
+                return {"functionCall": call}
+            case NativeToolCallPart() | NativeToolReturnPart():
+                if replay and part.provider_name in (None, self.options.provider_name):
+                    return _native_part(part)
+                return None
+            case FilePart():
+                data: dict[str, Any] = {"mimeType": part.content.media_type, "data": part.content.base64}
+                encoded: dict[str, Any] = {"inlineData": data}
+                if replay and (part.provider_details or {}).get("thought") is True:
+                    encoded["thought"] = True
+                return encoded
+            case SpeechPart():
+                if part.transcript:
+                    return {"text": part.transcript}
+                if part.audio is not None:
+                    raise self._refuse(
+                        "speech",
+                        "the model's spoken answer has no transcript, and earlier model turns are sent "
+                        "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                    )
+                return None
+            case CompactionPart():
+                # Gemini has no compaction of its own: a readable summary is sent as model text.
+                return {"text": part.content} if part.content else None
+            case _:
+                assert_never(part)
 
     # -- tools ------------------------------------------------------------------------------------
 
@@ -555,14 +562,14 @@ class _Encoder:
         if thinking:
             config["thinkingConfig"] = thinking
         output = self.call.output
-        if isinstance(output, JsonObjectOutput | JsonSchemaOutput):
+        if isinstance(output, JsonObjectFormat | JsonSchemaFormat):
             if has_functions and not self.traits.json_output_with_tools:
                 raise self._unsupported(
                     "function tools together with JSON output",
                     "this Gemini family cannot combine them; use tool output mode or a Gemini 3 model",
                 )
             config["responseMimeType"] = "application/json"
-        if isinstance(output, JsonSchemaOutput):
+        if isinstance(output, JsonSchemaFormat):
             schema = dict(output.schema)
             if output.description and "description" not in schema:
                 schema["description"] = output.description

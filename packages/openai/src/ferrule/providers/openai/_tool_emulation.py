@@ -46,15 +46,15 @@ from ferrule.core.messages import (
     new_tool_call_id,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
     ResponseCompleted,
-    TextOutput,
+    TextFormat,
     TextPartDelta,
     ToolDefinition,
 )
@@ -97,7 +97,7 @@ def _offered_tools(call: ModelCall) -> tuple[list[ToolDefinition], bool]:
     # them for models without native deferred loading; this is the belt to that brace).
     function_tools = [t for t in call.tools if not t.defer_loading]
     output_tools = [t for t in call.output_tools if not t.defer_loading]
-    final_allowed = call.allow_text_output or not isinstance(call.output, TextOutput)
+    final_allowed = call.allow_text_output or not isinstance(call.output, TextFormat)
     choice = call.settings.tool_choice
     if choice == "none":
         function_tools = []
@@ -119,9 +119,9 @@ def _offered_tools(call: ModelCall) -> tuple[list[ToolDefinition], bool]:
 
 def _final_answer_schema(call: ModelCall) -> dict[str, Any]:
     output = call.output
-    if isinstance(output, JsonSchemaOutput):
+    if isinstance(output, JsonSchemaFormat):
         return output.schema
-    if isinstance(output, JsonObjectOutput):
+    if isinstance(output, JsonObjectFormat):
         # Open on purpose: a bare {"type": "object"} may be closed by strict-dialect tidying.
         return {"type": "object", "additionalProperties": True}
     return {"type": "string"}
@@ -225,13 +225,13 @@ def _instruction(call: ModelCall, tools: Sequence[ToolDefinition], final_allowed
         )
     if final_allowed:
         output = call.output
-        if isinstance(output, JsonSchemaOutput):
+        if isinstance(output, JsonSchemaFormat):
             what = f" ({output.description})" if output.description else ""
             lines.append(
                 'To give the final result, reply {"final_answer": <value>} where the value matches '
                 f"this JSON schema{what}: {_compact(output.schema)}"
             )
-        elif isinstance(output, JsonObjectOutput):
+        elif isinstance(output, JsonObjectFormat):
             lines.append('To give the final result, reply {"final_answer": {<a JSON object>}}.')
         else:
             lines.append('To answer the user, reply {"final_answer": "<your answer>"}.')
@@ -325,7 +325,7 @@ def encode_emulated_tools(call: ModelCall) -> ModelCall:
         instructions=instructions,
         tools=(),
         output_tools=(),
-        output=JsonSchemaOutput(
+        output=JsonSchemaFormat(
             name=EMULATED_OUTPUT_NAME,
             schema=schema,
             description="Either one tool call or the final answer.",
@@ -369,7 +369,7 @@ def _answer_parts(text: str, call: ModelCall) -> list[ModelResponsePart] | None:
         ]
     if keys == {FINAL_ANSWER_KEY}:
         final = answer[FINAL_ANSWER_KEY]
-        if isinstance(call.output, TextOutput) and isinstance(final, str):
+        if isinstance(call.output, TextFormat) and isinstance(final, str):
             return [TextPart(content=final)]
         return [TextPart(content=_compact(final))]
     return None

@@ -42,6 +42,7 @@ from ferrule.core.messages import (
     ImageUrl,
     InstructionBaselinePart,
     InstructionDeltaPart,
+    ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
     ModelSettingsDeltaPart,
@@ -64,8 +65,8 @@ from ferrule.core.messages import (
     replayable_to,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     ResponseCompleted,
@@ -346,7 +347,7 @@ def _assistant_message(
     return message
 
 
-def _messages(  # noqa: C901 - exhaustive match over every part/event kind
+def _messages(
     call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
@@ -361,67 +362,78 @@ def _messages(  # noqa: C901 - exhaustive match over every part/event kind
             continue
         pending_files: list[Any] = []
         for part in message.parts:
-            match part:
-                case SystemPromptPart():
-                    messages.append({"role": system_role, "content": part.content})
-                case UserPromptPart():
-                    content: str | list[dict[str, Any]] = (
-                        part.content
-                        if isinstance(part.content, str)
-                        else _user_content(part.content, dialect, provider_name, model_name)
-                    )
-                    messages.append({"role": "user", "content": content})
-                case ToolReturnPart():
-                    tool_content, files = split_tool_content(part.content)
-                    if files:
-                        names = ", ".join(identifier(f) for f in files)
-                        text = (
-                            f"See file {names}"
-                            if tool_content is None
-                            else f"{_tool_text(tool_content)}\n\nSee file {names}"
-                        )
-                        pending_files.extend(files)
-                    else:
-                        text = _tool_text(tool_content)
-                    messages.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": text})
-                case RetryPromptPart():
-                    if part.tool_name is None:
-                        messages.append({"role": "user", "content": part.model_response()})
-                    else:
-                        messages.append(
-                            {
-                                "role": "tool",
-                                "tool_call_id": part.tool_call_id,
-                                "content": part.model_response(),
-                            }
-                        )
-                case RetryFeedbackPart():
-                    messages.append({"role": "user", "content": part.model_response()})
-                case SpeechPart():
-                    if part.transcript:
-                        messages.append({"role": "user", "content": part.transcript})
-                    elif part.audio is not None:
-                        audio = _user_content([part.audio], dialect, provider_name, model_name)
-                        messages.append({"role": "user", "content": audio})
-                case CompactionPart():
-                    if part.content:
-                        messages.append({"role": "user", "content": part.content})
-                case (
-                    ToolAvailabilityDeltaPart()
-                    | CapabilityLoadDeltaPart()
-                    | ModelSettingsDeltaPart()
-                    | InstructionDeltaPart()
-                    | InstructionBaselinePart()
-                ):
-                    pass  # records of how the call's configuration changed; the call carries it (never sent)
-                case _:
-                    assert_never(part)
+            mapped = _request_part(part, pending_files, dialect, provider_name, model_name)
+            if mapped is not None:
+                messages.append(mapped)
         if pending_files:
             # Tool messages carry text only; media from tool results follows them as a user message.
             messages.append(_files_message(pending_files, dialect, provider_name, model_name))
     if dialect.merge_system_messages:
         messages = _merge_leading_system(messages, system_role)
     return messages
+
+
+def _request_part(
+    part: ModelRequestPart,
+    pending_files: list[Any],
+    dialect: ChatDialect,
+    provider_name: str,
+    model_name: str,
+) -> dict[str, Any] | None:
+    """The Chat message of one request part (`None`: nothing is sent for it); the files of a tool
+    result are added to `pending_files`, sent after the tool messages."""
+    match part:
+        case SystemPromptPart():
+            return {"role": dialect.system_role, "content": part.content}
+        case UserPromptPart():
+            content: str | list[dict[str, Any]] = (
+                part.content
+                if isinstance(part.content, str)
+                else _user_content(part.content, dialect, provider_name, model_name)
+            )
+            return {"role": "user", "content": content}
+        case ToolReturnPart():
+            return _tool_message(part, pending_files)
+        case RetryPromptPart():
+            if part.tool_name is None:
+                return {"role": "user", "content": part.model_response()}
+            return {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
+        case RetryFeedbackPart():
+            return {"role": "user", "content": part.model_response()}
+        case SpeechPart():
+            if part.transcript:
+                return {"role": "user", "content": part.transcript}
+            if part.audio is not None:
+                return {
+                    "role": "user",
+                    "content": _user_content([part.audio], dialect, provider_name, model_name),
+                }
+            return None
+        case CompactionPart():
+            return {"role": "user", "content": part.content} if part.content else None
+        case (
+            ToolAvailabilityDeltaPart()
+            | CapabilityLoadDeltaPart()
+            | ModelSettingsDeltaPart()
+            | InstructionDeltaPart()
+            | InstructionBaselinePart()
+        ):
+            return None  # records of how the call's configuration changed; the call carries it (never sent)
+        case _:
+            assert_never(part)
+
+
+def _tool_message(part: ToolReturnPart, pending_files: list[Any]) -> dict[str, Any]:
+    tool_content, files = split_tool_content(part.content)
+    if files:
+        names = ", ".join(identifier(f) for f in files)
+        text = (
+            f"See file {names}" if tool_content is None else f"{_tool_text(tool_content)}\n\nSee file {names}"
+        )
+        pending_files.extend(files)
+    else:
+        text = _tool_text(tool_content)
+    return {"role": "tool", "tool_call_id": part.tool_call_id, "content": text}
 
 
 def _merge_leading_system(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
@@ -482,9 +494,9 @@ def _tool_choice(
 
 def _response_format(call: ModelCall, dialect: ChatDialect) -> dict[str, Any] | None:
     output = call.output
-    if isinstance(output, JsonObjectOutput):
+    if isinstance(output, JsonObjectFormat):
         return {"type": "json_object"}
-    if isinstance(output, JsonSchemaOutput):
+    if isinstance(output, JsonSchemaFormat):
         spec: dict[str, Any] = {"name": output.name}
         if output.description:
             spec["description"] = output.description

@@ -68,16 +68,18 @@ from ferrule.core.messages import (
     replayable_to,
 )
 from ferrule.core.model import (
-    JsonObjectOutput,
-    JsonSchemaOutput,
+    JsonObjectFormat,
+    JsonSchemaFormat,
     ModelCall,
     ModelStreamEvent,
     NativeTool,
+    OutputFormat,
     PartStartEvent,
     ResponseCompleted,
     ToolDefinition,
 )
 from ferrule.core.profile import ModelProfile
+from ferrule.core.settings import ModelSettings
 from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
@@ -450,7 +452,7 @@ def _tool_choice(call: ModelCall, names: list[str]) -> str | dict[str, Any]:
     }
 
 
-def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while the encoders are made exhaustive
+def build_request(
     call: ModelCall,
     *,
     model_name: str,
@@ -470,6 +472,35 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
     body: dict[str, Any] = {"model": model_name, "input": _input(call, dialect, provider_name, model_name)}
     if call.instructions:
         body["instructions"] = call.instructions
+    _add_tools(body, call)
+    text_format = _text_format(call.output)
+    if text_format is not None:
+        body["text"] = {"format": text_format}
+    reasoning = _reasoning(settings)
+    if reasoning:
+        body["reasoning"] = reasoning
+    include: list[str] = []
+    if dialect.store is not None:
+        body["store"] = dialect.store
+    reasons = profile.supports_thinking if profile is not None else False
+    if reasons and dialect.encrypted_reasoning and dialect.store is not True:
+        include.append("reasoning.encrypted_content")
+    _add_sampling(body, include, settings)
+    if call.cache_key:
+        body["prompt_cache_key"] = call.cache_key
+    if include:
+        body["include"] = include
+    if stream:
+        body["stream"] = True
+    extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
+    if extra:
+        body.update(extra)
+    return body
+
+
+def _add_tools(body: dict[str, Any], call: ModelCall) -> None:
+    """`tools`, `tool_choice` and `parallel_tool_calls`: function, output and native tools."""
+    settings = call.settings
     tools: list[dict[str, Any]] = [_tool(t) for t in call.all_tools]
     names = [t.name for t in call.all_tools]
     tools.extend(_native_tool(t) for t in call.native_tools)
@@ -483,16 +514,23 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
             body["parallel_tool_calls"] = settings.parallel_tool_calls
     elif isinstance(settings.tool_choice, list) and settings.tool_choice:
         raise UserError("tool_choice names tools, but the request offers none")
-    output = call.output
-    if isinstance(output, JsonSchemaOutput):
+
+
+def _text_format(output: OutputFormat) -> dict[str, Any] | None:
+    """The `text.format` of a JSON output, or `None` for free text."""
+    if isinstance(output, JsonSchemaFormat):
         schema, strict = strict_schema.prepare(output.schema, output.strict)
         fmt: dict[str, Any] = {"type": "json_schema", "name": output.name, "schema": schema, "strict": strict}
         if output.description:
             fmt["description"] = output.description
-        body["text"] = {"format": fmt}
-    elif isinstance(output, JsonObjectOutput):
-        body["text"] = {"format": {"type": "json_object"}}
-    reasons = profile.supports_thinking if profile is not None else False
+        return fmt
+    if isinstance(output, JsonObjectFormat):
+        return {"type": "json_object"}
+    return None
+
+
+def _reasoning(settings: ModelSettings) -> dict[str, Any]:
+    """The `reasoning` object: effort (`thinking=False` is effort `none`) and summary."""
     reasoning: dict[str, Any] = {}
     effort = settings.reasoning_effort
     if effort is None and settings.thinking is False:
@@ -501,13 +539,11 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
         reasoning["effort"] = effort
     if settings.reasoning_summary is not None:
         reasoning["summary"] = settings.reasoning_summary
-    if reasoning:
-        body["reasoning"] = reasoning
-    include: list[str] = []
-    if dialect.store is not None:
-        body["store"] = dialect.store
-    if reasons and dialect.encrypted_reasoning and dialect.store is not True:
-        include.append("reasoning.encrypted_content")
+    return reasoning
+
+
+def _add_sampling(body: dict[str, Any], include: list[str], settings: ModelSettings) -> None:
+    """Token limit, sampling and logprobs; a setting the Responses API lacks is refused."""
     if settings.max_tokens is not None:
         body["max_output_tokens"] = settings.max_tokens
     for name in ("temperature", "top_p", "service_tier", "truncation"):
@@ -523,16 +559,6 @@ def build_request(  # noqa: C901 - flat, one setting at a time; kept whole while
             raise UserError(
                 f"the Responses API has no {name!r} setting; use the Chat Completions model for it"
             )
-    if call.cache_key:
-        body["prompt_cache_key"] = call.cache_key
-    if include:
-        body["include"] = include
-    if stream:
-        body["stream"] = True
-    extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
-    if extra:
-        body.update(extra)
-    return body
 
 
 encode_request = json_encoded(build_request)
