@@ -126,13 +126,13 @@ def test_tracing_to_the_console_exporter() -> None:
 
 def test_checkpoints_single_use_across_processes(tmp_path: Path) -> None:
     db = str(tmp_path / "checkpoints.sqlite")
-    started = run("checkpoints.py", "start", db)
+    started = run_example("checkpoints.py", "start", db)
     assert started.returncode == 0, started.stderr
     lines = started.stdout.splitlines()
     assert lines[:2] == ["receipt: big denied", "receipt: small confirmation_required"]
     assert "refunding" not in started.stdout
     run_id = lines[2].removeprefix("run: ")
-    first = run("checkpoints.py", "resume", db, run_id)
+    first = run_example("checkpoints.py", "resume", db, run_id)
     assert first.returncode == 0, first.stderr
     out = first.stdout.splitlines()
     assert out[0].endswith("refunding 300 cents on A-18")
@@ -141,6 +141,6 @@ def test_checkpoints_single_use_across_processes(tmp_path: Path) -> None:
         "receipt: big denied (refunds over 500 cents need a manager)",
         "receipt: small succeeded (ok)",
     ]
-    second = run("checkpoints.py", "resume", db, run_id)
+    second = run_example("checkpoints.py", "resume", db, run_id)
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines() == ["already resumed: nothing executed"]
