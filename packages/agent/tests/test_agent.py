@@ -60,7 +60,7 @@ async def test_text_run_returns_output_and_history() -> None:
         ]
     )
     assert result.new_messages() == messages
-    assert result.usage().requests == 1
+    assert result.usage.requests == 1
 
 
 async def test_two_step_tool_run() -> None:
@@ -116,7 +116,7 @@ async def test_two_step_tool_run() -> None:
             },
         ]
     )
-    usage = result.usage()
+    usage = result.usage
     assert usage.requests == 2
     assert usage.tool_calls == 1
     # The model saw the tool result on its second request.
@@ -309,7 +309,7 @@ async def test_iter_steps() -> None:
             steps.append(step)
         assert run.result is not None
         assert run.result.output == "final"
-        assert run.usage().requests == 2
+        assert run.usage.requests == 2
     assert [type(s) for s in steps] == [ModelResponseStep, ToolResultsStep, ModelResponseStep, FinalStep]
 
 
@@ -341,8 +341,8 @@ async def test_usage_aggregated_and_request_limit_exact_and_past() -> None:
 
     agent = Agent(FunctionModel(looping), tools=[noop])
     result = await agent.run("go", usage_limits=UsageLimits(request_limit=3))  # exactly 3 requests
-    assert result.usage().requests == 3
-    assert (result.usage().input_tokens, result.usage().output_tokens) == (30, 3)
+    assert result.usage.requests == 3
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 3)
     with pytest.raises(UsageLimitExceeded) as info:
         await agent.run("go", usage_limits=UsageLimits(request_limit=2))
     state = run_state_of(info.value)

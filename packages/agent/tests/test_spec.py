@@ -431,7 +431,7 @@ async def test_resolve_builds_a_runnable_agent_with_test_model() -> None:
         assert built == ["http", "search"]
         result = await resolved.agent.run("What is 1 + 2?")
         assert json.loads(result.output) == {"add": 0}
-        assert result.usage().requests == 2
+        assert result.usage.requests == 2
         request = result.all_messages()[0]
         assert "Add numbers." in str(request)
         assert "search:{'depth': 2}" in str(request)

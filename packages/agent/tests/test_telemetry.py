@@ -168,7 +168,7 @@ async def test_cost_is_recorded_when_priced() -> None:
     result = await Agent(FunctionModel(model_fn), tools=[weather], instrument=settings, pricing=pricing).run(
         "go"
     )
-    assert result.usage().cost_nano_usd == 120 * 1000 + 15 * 2000
+    assert result.usage.cost_nano_usd == 120 * 1000 + 15 * 2000
     root = by_name(exporter.get_finished_spans())["invoke_agent agent"]
     assert dict(root.attributes or {})["ferrule.usage.cost_nano_usd"] == 150_000
 

@@ -239,7 +239,7 @@ def test_exit_10_then_resume_approve_runs_the_call_without_replaying_the_request
     document = paused.json()
     assert document["status"] == "paused"
     assert document["pending"] == [
-        {"tool_call_id": "call_1_0", "tool_name": "deploy", "args": '{"service": "web"}', "kind": "approval"}
+        {"tool_call_id": "call_1_0", "tool_name": "deploy", "args": {"service": "web"}, "kind": "approval"}
     ]
     state_file = tmp_path / "ferrule-paused.json"
     envelope = json.loads(state_file.read_text())
