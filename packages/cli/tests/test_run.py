@@ -126,7 +126,8 @@ def test_stdin_prompt_at_the_limit_and_one_past(scripted: Scripted, cli: Cli) ->
     [
         (["run", "--no-such-flag", "x"], "unrecognized arguments"),
         (["run", "--model", "test:x"], "no prompt"),
-        (["run", "--model", "nosuchprovider:x", "hi"], "pip install ferrule-nosuchprovider"),
+        (["run", "--model", "nosuchprovider:x", "hi"], "no provider handles the prefix 'nosuchprovider'"),
+        (["run", "--model", "opnai:gpt-5-mini", "hi"], "did you mean 'openai'?"),
         (["run", "--model", "test:x", "--approval", "approve"], "only apply with --resume"),
         (["run", "--model", "noprefix", "hi"], "needs a provider prefix"),
         (["run", "--resume"], "needs --approval"),
