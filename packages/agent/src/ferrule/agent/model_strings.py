@@ -2,7 +2,7 @@
 
 Provider packages register an entry point in the group `ferrule.providers` whose name is the
 prefix (`openai`, `anthropic`, `google-gla`, ...) and whose value is `infer_model(model_name) ->
-Model`. `test` is built in and gives a [`TestModel`][ferrule.agent.testing.TestModel].
+Model`. `test` (alone, or `test:<name>`) is built in and gives a [`TestModel`][ferrule.agent.testing.TestModel].
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ def infer_model(model: Model | str) -> Model:
     """A model instance for `model`: returned as is, or resolved from `"provider:model"`."""
     if isinstance(model, Model):
         return model
+    if model == "test":  # PydanticAI's spelling of the test model
+        from .testing import TestModel
+
+        return TestModel()
     if not isinstance(model, str) or ":" not in model:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
             f"model {model!r} is not a Model or a 'provider:model' string (e.g. 'openai:gpt-5-mini')"
