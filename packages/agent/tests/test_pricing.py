@@ -180,7 +180,7 @@ async def test_unknown_price_stays_unknown_for_the_whole_run() -> None:
     assert original is not None
 
     def answer(messages: Sequence[Message], info: AgentInfo) -> Any:
-        response = original(messages, info)
+        response = original(list(messages), info)
         assert isinstance(response, ModelResponse)
         response.model_name = next(names)
         return response

@@ -117,8 +117,10 @@ def _retries(retries: Any, output_retries: int | None) -> tuple[int, int | None]
         raise UserError(
             "give the output retries once: retries={'output': ...} or output_retries=..., not both"
         )
+    # PydanticAI's default for a budget the mapping leaves out is 1, as for `retries=`.
     tools = int(given.get("tools", 1))
-    return tools, int(given["output"]) if "output" in given else output_retries
+    output = int(given["output"]) if "output" in given else output_retries
+    return tools, 1 if output is None else output
 
 
 class Agent(Generic[DepsT, OutputT]):
