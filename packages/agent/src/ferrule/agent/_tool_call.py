@@ -56,7 +56,11 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
     if hooks is not None:
         hooks.fire("tool_execute_start", run.usage.requests, tool_call=part, args=c.args)
     tracer = run.core.tracer
-    span = tracer.tool_span(part.tool_name, part, run.trace_parent) if tracer is not None else None
+    span = (
+        tracer.tool_span(part.tool_name, part, run.trace_parent, tool.description)
+        if tracer is not None
+        else None
+    )
     run.usage.tool_calls += 1
     c.started = True
     threads = run.core.threads
