@@ -19,7 +19,9 @@ import pytest
 from tests.support.pydantic_ai_env import pydantic_ai_python
 
 REPO = Path(__file__).resolve().parents[1]
-PROGRAMS = sorted((REPO / "tests" / "pydantic_ai_programs").glob("*.py"))
+PROGRAMS = sorted(
+    p for p in (REPO / "tests" / "pydantic_ai_programs").glob("*.py") if p.name != "conftest.py"
+)
 _WAS = re.compile(r"^(?P<line>.*?)\s*# was: (?P<was>.*)$", re.M)
 
 

@@ -61,7 +61,6 @@ __all__ = ["Agent", "EndStrategy"]
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=str)
-T = TypeVar("T")
 
 InstructionsFn: TypeAlias = Callable[..., "str | Awaitable[str | None] | None"]
 """A dynamic instruction: `fn(ctx)` or `fn()`, sync or async, returning text (or `None`)."""
@@ -86,15 +85,13 @@ class _Override:
         self.deps = deps
 
 
-def _blocking(method: str, async_method: str, call: Callable[[], Awaitable[T]], backend: str) -> T:
-    """Run `call` on a new event loop; refused (naming `method`) inside a running one."""
+def _refuse_in_event_loop(method: str, async_method: str) -> None:
+    """A blocking entry point is refused (naming `method`) inside a running event loop."""
     try:
         anyio.get_current_task()
     except Exception:  # no running event loop: the normal case
-        pass
-    else:
-        raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
-    return anyio.run(call, backend=backend)
+        return
+    raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
 
 
 def _retries(retries: Any, output_retries: int | None) -> tuple[int, int | None]:
@@ -565,8 +562,9 @@ class Agent(Generic[DepsT, OutputT]):
             correlation=correlation,
             trace_parent=trace_parent,
         )
+        _refuse_in_event_loop("run_sync", "run")
         try:
-            return _blocking("run_sync", "run", call, backend)
+            return anyio.run(call, backend=backend)
         except PauseRequiredError as exc:
             exc.called("run_sync")
             raise
@@ -580,7 +578,8 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AgentRunResult[OutputT] | Paused:
         """The blocking form of `run_until_pause` (same keyword options), for code without an event loop."""
         call = functools.partial(self.run_until_pause, user_prompt, **options)
-        return _blocking("run_until_pause_sync", "run_until_pause", call, backend)
+        _refuse_in_event_loop("run_until_pause_sync", "run_until_pause")
+        return anyio.run(call, backend=backend)
 
     def resume_sync(
         self,
@@ -592,7 +591,8 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AgentRunResult[OutputT] | Paused:
         """The blocking form of `resume` (same keyword options): a synchronous approval round trip."""
         call = functools.partial(self.resume, state, decisions, **options)
-        return _blocking("resume_sync", "resume", call, backend)
+        _refuse_in_event_loop("resume_sync", "resume")
+        return anyio.run(call, backend=backend)
 
     @contextlib.contextmanager
     def override(self, *, model: Model | str | _Unset = _UNSET, deps: Any = _UNSET) -> Generator[None]:
