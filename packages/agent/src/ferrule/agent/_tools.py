@@ -139,7 +139,7 @@ class Tool(Generic[DepsT]):
     """A function the model can call.
 
     Schema and descriptions come from the signature and docstring; arguments are validated with a
-    msgspec Struct built once, here. Sync functions run in a worker thread (see `call`); async ones
+    msgspec Struct built once, here (a pydantic model instead when the signature mentions pydantic). Sync functions run in a worker thread (see `call`); async ones
     are awaited. The first parameter may be a `RunContext[Deps]`.
     """
 
@@ -513,6 +513,7 @@ class Tool(Generic[DepsT]):
         """Decode and validate raw model arguments; raises `ValueError` subclasses on bad input.
 
         Raises `bounded_json.JsonError` for malformed or oversized JSON and `msgspec.ValidationError`
+        (`pydantic.ValidationError` for a signature that mentions pydantic; both are `ValueError`s)
         for arguments that do not match the signature.
         """
         if self._validator is not None:
