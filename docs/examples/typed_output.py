@@ -49,4 +49,4 @@ if __name__ == "__main__":
     city = result.output
     assert isinstance(city, CityInfo)
     print(f"{city.name}, {city.country}: {city.population}")
-    print(f"requests={result.usage().requests}")
+    print(f"requests={result.usage.requests}")

@@ -52,4 +52,4 @@ def get_weather(ctx: RunContext[Forecasts], city: str) -> str:
 if __name__ == "__main__":
     result = agent.run_sync("What is the weather in Paris?", deps=Forecasts({"Paris": "sunny, 21 °C"}))
     print(result.output)
-    print(f"requests={result.usage().requests} tool_calls={result.usage().tool_calls}")
+    print(f"requests={result.usage.requests} tool_calls={result.usage.tool_calls}")

@@ -152,8 +152,8 @@ async def test_resume_in_a_fresh_agent_from_json() -> None:
             ]
         )
     )
-    assert result.usage().requests == 2
-    assert result.usage().tool_calls == 3
+    assert result.usage.requests == 2
+    assert result.usage.tool_calls == 3
     # new_messages() covers the whole logical run, from the original prompt.
     assert recorded(result.new_messages()) == snapshot(
         [
@@ -550,7 +550,7 @@ async def test_resume_can_pause_again() -> None:
     assert not isinstance(third, Paused)
     assert third.output == "finished"
     assert len(acted) == 2
-    assert third.usage().requests == 3
+    assert third.usage.requests == 3
 
 
 async def test_decisions_json_wrapper() -> None:

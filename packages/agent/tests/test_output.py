@@ -721,7 +721,7 @@ async def test_text_before_tool_calls_is_not_the_answer() -> None:
 
     result = await Agent(model(script), tools=[lookup]).run("x")
     assert result.output == "It is sunny."
-    assert result.usage().requests == 2
+    assert result.usage.requests == 2
 
 
 async def test_test_model_produces_schema_valid_output() -> None:

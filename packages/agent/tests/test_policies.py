@@ -229,7 +229,7 @@ async def test_call_stage_refuses_without_running() -> None:
     assert isinstance(refused, RetryPromptPart)
     assert refused.content == "Deleting is not allowed."
     assert isinstance(read_result, ToolReturnPart)
-    assert result.usage().tool_calls == 1
+    assert result.usage.tool_calls == 1
 
 
 async def test_return_stage_transforms_or_retries() -> None:

@@ -170,7 +170,7 @@ async def test_run_usage_gets_exact_cost() -> None:
         "priced", RequestUsage(input_tokens=100, output_tokens=10), RequestUsage(input_tokens=200)
     )
     result = await Agent(model, tools=[noop], pricing=PRICES).run("go")
-    assert result.usage().cost_nano_usd == 100_000 + 20_000 + 200_000
+    assert result.usage.cost_nano_usd == 100_000 + 20_000 + 200_000
 
 
 async def test_unknown_price_stays_unknown_for_the_whole_run() -> None:
@@ -180,25 +180,25 @@ async def test_unknown_price_stays_unknown_for_the_whole_run() -> None:
     assert original is not None
 
     def answer(messages: Sequence[Message], info: AgentInfo) -> Any:
-        response = original(messages, info)
+        response = original(list(messages), info)
         assert isinstance(response, ModelResponse)
         response.model_name = next(names)
         return response
 
     model.function = answer
     result = await Agent(model, tools=[noop], pricing=PRICES).run("go")
-    assert result.usage().cost_nano_usd is None
+    assert result.usage.cost_nano_usd is None
 
 
 async def test_no_pricing_means_no_cost() -> None:
     result = await Agent(priced_model("priced", RequestUsage(input_tokens=5))).run("go")
-    assert result.usage().cost_nano_usd is None
+    assert result.usage.cost_nano_usd is None
 
 
 async def test_provider_reported_cost_wins() -> None:
     model = priced_model("priced", RequestUsage(input_tokens=100), cost=[Decimal("0.000123456789")])
     result = await Agent(model, pricing=PRICES).run("go")
-    assert result.usage().cost_nano_usd == 123_457
+    assert result.usage.cost_nano_usd == 123_457
 
 
 async def test_cost_limit_at_exactly_and_one_past() -> None:
@@ -206,7 +206,7 @@ async def test_cost_limit_at_exactly_and_one_past() -> None:
     exact = await Agent(priced_model("priced", *usages), tools=[noop], pricing=PRICES).run(
         "go", usage_limits=UsageLimits(cost_limit_nano_usd=200_000)
     )
-    assert exact.usage().cost_nano_usd == 200_000
+    assert exact.usage.cost_nano_usd == 200_000
     with pytest.raises(UsageLimitExceeded, match="cost_limit_nano_usd") as caught:
         await Agent(priced_model("priced", *usages), tools=[noop], pricing=PRICES).run(
             "go", usage_limits=UsageLimits(cost_limit_nano_usd=199_999)
@@ -225,7 +225,7 @@ async def test_a_cost_limit_enables_the_bundled_prices() -> None:
     assert expected > 0
     model = priced_model("gpt-4o", RequestUsage(input_tokens=1_000_000), provider="openai")
     result = await Agent(model).run("go", usage_limits=UsageLimits(cost_limit_nano_usd=10**12))
-    assert result.usage().cost_nano_usd == expected
+    assert result.usage.cost_nano_usd == expected
     model = priced_model("gpt-4o", RequestUsage(input_tokens=1_000_000), provider="openai")
     with pytest.raises(UsageLimitExceeded):
         await Agent(model).run("go", usage_limits=UsageLimits(cost_limit_nano_usd=expected - 1))

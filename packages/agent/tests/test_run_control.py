@@ -141,7 +141,7 @@ async def test_transient_errors_are_retried_with_policy() -> None:
     result = await agent.run("x")
     assert result.output == "ok"
     assert attempts == 3
-    assert result.usage().requests == 1
+    assert result.usage.requests == 1
 
 
 async def test_non_retryable_errors_and_exhausted_retries_propagate() -> None:

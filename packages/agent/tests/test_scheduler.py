@@ -387,7 +387,7 @@ async def test_max_tool_calls_per_run_exact_and_past(limit: int, ok: bool) -> No
     agent = Agent(FunctionModel(script), tools=[work], tool_limits=ToolLimits(max_tool_calls=limit))
     if ok:
         result = await agent.run("x")
-        assert result.usage().tool_calls == 4
+        assert result.usage.tool_calls == 4
     else:
         with pytest.raises(UsageLimitExceeded, match="max_tool_calls"):
             await agent.run("x")
@@ -409,4 +409,4 @@ async def test_usage_limits_tool_calls_limit_checked_before_the_batch() -> None:
     result = await Agent(FunctionModel(Script(many("work", 3))), tools=[work]).run(
         "x", usage_limits=UsageLimits(tool_calls_limit=3)
     )
-    assert result.usage().tool_calls == 3
+    assert result.usage.tool_calls == 3

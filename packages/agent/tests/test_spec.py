@@ -306,7 +306,8 @@ def test_validate_checks_providers_urls_tools_and_outputs() -> None:
     kinds = sorted(p.kind for p in report.problems)
     assert kinds == ["output", "provider", "tool"]
     provider = next(p for p in report.problems if p.kind == "provider")
-    assert "pip install ferrule-nosuch" in provider.message
+    assert "no provider handles the prefix 'nosuch'" in provider.message
+    assert "pip install" not in provider.message
     assert next(p for p in report.problems if p.kind == "tool").path == "$.tools[1]"
     # Without registries the references are listed as not checked, not as problems.
     assert spec.validate(providers={"nosuch"}).unchecked == ("tools", "output")
@@ -431,7 +432,7 @@ async def test_resolve_builds_a_runnable_agent_with_test_model() -> None:
         assert built == ["http", "search"]
         result = await resolved.agent.run("What is 1 + 2?")
         assert json.loads(result.output) == {"add": 0}
-        assert result.usage().requests == 2
+        assert result.usage.requests == 2
         request = result.all_messages()[0]
         assert "Add numbers." in str(request)
         assert "search:{'depth': 2}" in str(request)

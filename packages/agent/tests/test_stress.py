@@ -51,8 +51,8 @@ async def test_128_step_tool_loop() -> None:
     agent = Agent(looping_model(128), tools=[step])
     result = await agent.run("go", usage_limits=UsageLimits(request_limit=129))
     assert result.output == "finished after 128"
-    assert result.usage().requests == 129
-    assert result.usage().tool_calls == 128
+    assert result.usage.requests == 129
+    assert result.usage.tool_calls == 128
     assert len(result.all_messages()) == 1 + 2 * 128 + 1
 
 

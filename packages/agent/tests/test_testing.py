@@ -96,7 +96,7 @@ async def test_test_model_calls_each_tool_once_then_answers() -> None:
     result = await Agent(model, tools=[search, count]).run("x")
     assert seen == [("a", 3)]
     assert msgspec.json.decode(result.output) == {"search": "found", "count": 1}
-    assert result.usage().requests == 2
+    assert result.usage.requests == 2
     only = await Agent(TestModel(call_tools=["count"], custom_output_text="bye"), tools=[search, count]).run(
         "x"
     )

@@ -81,7 +81,7 @@ def test_chat_session_in_a_real_terminal(scripted: Scripted, terminal: Terminal,
     # A tool that needs approval: asked inline, approved with y, shown as it runs.
     terminal.wait(lambda s: prompts(s) == 2, "the second prompt")
     terminal.type("Deploy web")
-    terminal.wait_for('Allow deploy({"service": "web"})? [y/N]')
+    terminal.wait_for('Allow deploy({"service":"web"})? [y/N]')
     assert not (tmp_path / "deployed.txt").exists()
     terminal.type("y")
     screen = terminal.wait_for("Deployed the web service.")
@@ -168,7 +168,7 @@ def test_run_on_a_terminal_streams_text_and_asks_for_approval(
         "Deploy db",
     ]
     terminal.start(command)
-    terminal.wait_for('Allow deploy({"service": "db"})? [y/N]')
+    terminal.wait_for('Allow deploy({"service":"db"})? [y/N]')
     terminal.type("yes")
     screen = terminal.wait_for("EXIT=0")
     assert "The database is deployed." in screen

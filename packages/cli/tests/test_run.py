@@ -126,7 +126,8 @@ def test_stdin_prompt_at_the_limit_and_one_past(scripted: Scripted, cli: Cli) ->
     [
         (["run", "--no-such-flag", "x"], "unrecognized arguments"),
         (["run", "--model", "test:x"], "no prompt"),
-        (["run", "--model", "nosuchprovider:x", "hi"], "pip install ferrule-nosuchprovider"),
+        (["run", "--model", "nosuchprovider:x", "hi"], "no provider handles the prefix 'nosuchprovider'"),
+        (["run", "--model", "opnai:gpt-5-mini", "hi"], "did you mean 'openai'?"),
         (["run", "--model", "test:x", "--approval", "approve"], "only apply with --resume"),
         (["run", "--model", "noprefix", "hi"], "needs a provider prefix"),
         (["run", "--resume"], "needs --approval"),
@@ -239,7 +240,7 @@ def test_exit_10_then_resume_approve_runs_the_call_without_replaying_the_request
     document = paused.json()
     assert document["status"] == "paused"
     assert document["pending"] == [
-        {"tool_call_id": "call_1_0", "tool_name": "deploy", "args": '{"service": "web"}', "kind": "approval"}
+        {"tool_call_id": "call_1_0", "tool_name": "deploy", "args": {"service": "web"}, "kind": "approval"}
     ]
     state_file = tmp_path / "ferrule-paused.json"
     envelope = json.loads(state_file.read_text())

@@ -56,7 +56,7 @@ async def test_agent_tool_loop(local_server: LlamaCppServer) -> None:
     assert [type(p) for r in responses for p in r.parts] == [ToolCallPart, TextPart]
     returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
     assert [r.tool_call_id for r in returns] == [responses[0].parts[0].tool_call_id]  # type: ignore[union-attr]
-    usage = result.usage()
+    usage = result.usage
     assert usage.requests == 2
     assert usage.tool_calls == 1
     assert usage.input_tokens > 0
@@ -138,7 +138,7 @@ async def test_agent_streamed_run(local_server: LlamaCppServer) -> None:
         result = stream.result
     assert len(deltas) >= 5
     assert "".join(deltas) == result.output
-    assert result.usage().output_tokens > 0
+    assert result.usage.output_tokens > 0
 
 
 async def test_agent_streamed_tool_loop(local_server: LlamaCppServer) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import math
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
 
 import anyio
 from typing_extensions import TypeVar
@@ -71,6 +72,56 @@ _DEFAULT_LIMITS = UsageLimits()
 _NONE_TYPE: Any = type(None)
 
 
+class _Unset:
+    """The absence of an `override` argument (`None` is a valid deps value)."""
+
+
+_UNSET: Any = _Unset()
+
+
+class _Override:
+    __slots__ = ("deps", "model")
+
+    def __init__(self, model: Any, deps: Any) -> None:
+        self.model = model
+        self.deps = deps
+
+
+def _refuse_in_event_loop(method: str, async_method: str) -> None:
+    """A blocking entry point is refused (naming `method`) inside a running event loop."""
+    try:
+        anyio.get_current_task()
+    except Exception:  # no running event loop: the normal case
+        return
+    raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
+
+
+def _retries(retries: Any, output_retries: int | None) -> tuple[int, int | None]:
+    """`retries=` as PydanticAI accepts it: an int, or a mapping of `tools` and `output` retries."""
+    if isinstance(retries, bool) or not isinstance(retries, (int, Mapping)):
+        raise UserError(
+            f"retries must be an int (or {{'tools': n, 'output': m}}), got {retries!r}; "
+            "ferrule's equivalent is Agent(retries=n, output_retries=m)"
+        )
+    if isinstance(retries, int):
+        return retries, output_retries
+    given = cast("Mapping[str, Any]", retries)
+    unknown = sorted(set(given) - {"tools", "output"})
+    if unknown or not all(isinstance(v, int) and not isinstance(v, bool) for v in given.values()):
+        raise UserError(
+            f"retries= as a mapping takes int values for 'tools' and 'output', got {dict(given)!r}; "
+            "ferrule's equivalent is Agent(retries=n, output_retries=m)"
+        )
+    if output_retries is not None and "output" in given:
+        raise UserError(
+            "give the output retries once: retries={'output': ...} or output_retries=..., not both"
+        )
+    # PydanticAI's default for a budget the mapping leaves out is 1, as for `retries=`.
+    tools = int(given.get("tools", 1))
+    output = int(given["output"]) if "output" in given else output_retries
+    return tools, 1 if output is None else output
+
+
 class Agent(Generic[DepsT, OutputT]):
     """An agent: a model, instructions, tools and an output type, run by one loop.
 
@@ -93,10 +144,11 @@ class Agent(Generic[DepsT, OutputT]):
         | UnionType
         | Callable[..., OutputT] = str,
         instructions: str | InstructionsFn | Sequence[str | InstructionsFn] | None = None,
+        system_prompt: str | Sequence[str] = (),
         deps_type: type[DepsT] = _NONE_TYPE,
         name: str | None = None,
         model_settings: ModelSettings | None = None,
-        retries: int = 1,
+        retries: int | Mapping[str, int] = 1,
         output_retries: int | None = None,
         tools: Sequence[Tool[DepsT] | Callable[..., Any]] = (),
         usage_limits: UsageLimits | None = None,
@@ -119,6 +171,7 @@ class Agent(Generic[DepsT, OutputT]):
         checkpoint_store: CheckpointStore | None = None,
         checkpoint_binding: CheckpointBinding = "called_tools",
     ) -> None:
+        retries, output_retries = _retries(retries, output_retries)
         if retries < 0:
             raise UserError(f"retries must be >= 0, got {retries}")
         if output_retries is not None and output_retries < 0:
@@ -140,6 +193,9 @@ class Agent(Generic[DepsT, OutputT]):
         self._model = model
         self._resolved: Model | None = model if isinstance(model, Model) else None
         self._by_name: dict[str, Model] = {}  # run(model="provider:name") resolves each string once
+        self._override: contextvars.ContextVar[_Override | None] = contextvars.ContextVar(
+            "ferrule_agent_override", default=None
+        )
         tracer: Tracer | None = None
         self._instrumentation: InstrumentationSettings | None = None
         if instrument:
@@ -159,6 +215,14 @@ class Agent(Generic[DepsT, OutputT]):
             tracer=tracer,
             url_policy=url_policy,
         )
+        for prompt in [system_prompt] if isinstance(system_prompt, str) else system_prompt:
+            if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(
+                    f"system_prompt must be a string or a sequence of strings, got {prompt!r}; "
+                    "register a function with @agent.system_prompt"
+                )
+            if prompt:
+                self._core.system_prompts.append(prompt)
         if instructions is not None:
             items: Sequence[Any] = (
                 [instructions] if isinstance(instructions, str) or callable(instructions) else instructions
@@ -218,6 +282,30 @@ class Agent(Generic[DepsT, OutputT]):
         """Decorator: add a dynamic instruction `fn(ctx)` (or `fn()`), evaluated once per run."""
         self._add_instruction(fn)
         return fn
+
+    @overload
+    def system_prompt(self, fn: InstructionsFn, /) -> InstructionsFn: ...
+    @overload
+    def system_prompt(self, /, *, dynamic: bool = False) -> Callable[[InstructionsFn], InstructionsFn]: ...
+    def system_prompt(self, fn: InstructionsFn | None = None, /, *, dynamic: bool = False) -> Any:
+        """Decorator: a system prompt function `fn(ctx)` (or `fn()`), with PydanticAI's meaning.
+
+        Its text is written as a `SystemPromptPart` into the first request of a run that starts without
+        a message history, and stays in the history (instructions, by contrast, go with every request
+        and are never stored as parts). With `dynamic=True` the part carries the function's name as
+        `dynamic_ref` and is re-evaluated when a later run continues that history.
+        """
+
+        def register(function: InstructionsFn) -> InstructionsFn:
+            if not callable(function):
+                raise UserError(f"@agent.system_prompt decorates a function, got {function!r}")
+            callback = (function, _takes_ctx(function, 1), _is_async(function))
+            self._core.system_prompts.append(callback)
+            if dynamic:
+                self._core.dynamic_prompts[getattr(function, "__qualname__", repr(function))] = callback
+            return function
+
+        return register(fn) if fn is not None else register
 
     def output_validator(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: add an output validator `fn(ctx, output)` (or `fn(output)`), run in order.
@@ -312,6 +400,12 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         cancellable: bool = False,
     ) -> RunSettings:
+        override = self._override.get()
+        if override is not None:
+            if not isinstance(override.model, _Unset):
+                model = override.model
+            if override.deps is not _UNSET:
+                deps = override.deps
         return RunSettings(
             model=self._resolve_model(model),
             deps=deps,
@@ -505,13 +599,57 @@ class Agent(Generic[DepsT, OutputT]):
             correlation=correlation,
             trace_parent=trace_parent,
         )
+        _refuse_in_event_loop("run_sync", "run")
         try:
-            anyio.get_current_task()
-        except Exception:  # no running event loop: the normal case
-            pass
-        else:
-            raise UserError("run_sync() cannot be called from async code; use `await agent.run(...)`")
+            return anyio.run(call, backend=backend)
+        except PauseRequiredError as exc:
+            exc.called("run_sync")
+            raise
+
+    def run_until_pause_sync(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        backend: str = "asyncio",
+        **options: Any,
+    ) -> AgentRunResult[OutputT] | Paused:
+        """The blocking form of `run_until_pause` (same keyword options), for code without an event loop."""
+        call = functools.partial(self.run_until_pause, user_prompt, **options)
+        _refuse_in_event_loop("run_until_pause_sync", "run_until_pause")
         return anyio.run(call, backend=backend)
+
+    def resume_sync(
+        self,
+        state: PausedState | Paused | bytes | str,
+        decisions: Mapping[str, Decision] | bytes | str,
+        *,
+        backend: str = "asyncio",
+        **options: Any,
+    ) -> AgentRunResult[OutputT] | Paused:
+        """The blocking form of `resume` (same keyword options): a synchronous approval round trip."""
+        call = functools.partial(self.resume, state, decisions, **options)
+        _refuse_in_event_loop("resume_sync", "resume")
+        return anyio.run(call, backend=backend)
+
+    @contextlib.contextmanager
+    def override(self, *, model: Model | str | _Unset = _UNSET, deps: Any = _UNSET) -> Generator[None]:
+        """Replace the model and/or the deps of every run started inside the block (for tests).
+
+        As in PydanticAI, the override wins over `model=`/`deps=` given to a run. It is scoped by a
+        context variable: tasks and threads started inside the block see it, other code does not.
+        """
+        current = self._override.get()
+        merged = _Override(
+            model=current.model if current is not None and isinstance(model, _Unset) else model,
+            deps=current.deps if current is not None and deps is _UNSET else deps,
+        )
+        if not isinstance(merged.model, _Unset):
+            self._resolve_model(merged.model)  # a bad model string fails here, not in the first run
+        token = self._override.set(merged)
+        try:
+            yield
+        finally:
+            self._override.reset(token)
 
     async def run_until_pause(
         self,

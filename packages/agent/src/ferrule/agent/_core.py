@@ -74,6 +74,12 @@ class AgentCore:
         self.static_instructions: list[str] = []
         self.dynamic_instructions: list[Callback] = []
         """Instruction functions, resolved once per run after the static instructions."""
+        self.system_prompts: list[str | Callback] = []
+        """PydanticAI-style system prompts: written as `SystemPromptPart`s into the first request of a run
+        without history (never sent again on their own), unlike instructions."""
+        self.dynamic_prompts: dict[str, Callback] = {}
+        """System prompt functions registered with `dynamic=True`, by `dynamic_ref`: re-evaluated when a
+        run continues a history holding their part."""
         self.output_validators: list[Callback] = []
         self.history_processors: list[Callback] = []
         self._plans: dict[str, OutputPlan] = {}

@@ -53,8 +53,8 @@ class DeferredCall(msgspec.Struct, frozen=True, kw_only=True):
     """The call's ID; decisions are keyed by it."""
     tool_name: str
     """The tool the model called."""
-    args: str | dict[str, Any] | None = None
-    """The arguments as the model sent them."""
+    args: dict[str, Any] = msgspec.field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
+    """The arguments the model sent, always as a JSON object (decoded when the model sent JSON text)."""
     kind: Literal["approval", "external"] = "approval"
     """`approval`: decide with `Approved`/`Denied`; `external`: supply an `ExternalResult` (or `Denied`)."""
 
@@ -366,8 +366,16 @@ class PauseRequiredError(AgentRunError):
     def __init__(self, paused: Paused) -> None:
         self.paused = paused
         """The pause that was required, with its resumable state."""
-        names = ", ".join(sorted({c.tool_name for c in paused.pending}))
-        super().__init__(
-            f"the run needs decisions for deferred tool calls ({names}); call agent.run_until_pause() "
-            "and agent.resume() instead of agent.run()"
+        super().__init__(self._message("run"))
+
+    def _message(self, method: str) -> str:
+        names = ", ".join(sorted({c.tool_name for c in self.paused.pending}))
+        suffix = "_sync" if method.endswith("_sync") else ""
+        return (
+            f"the run needs decisions for deferred tool calls ({names}); call agent.run_until_pause{suffix}() "
+            f"and agent.resume{suffix}() instead of agent.{method}()"
         )
+
+    def called(self, method: str) -> None:
+        """Name `method` (the entry point the application called) in the message."""
+        self.args = (self._message(method),)

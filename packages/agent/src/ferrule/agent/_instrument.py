@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -353,9 +353,11 @@ class Tracer:
 
     def record_duration(self, seconds: float, attributes: dict[str, Any]) -> None:
         try:
-            if attributes.get("gen_ai.operation.name") == "execute_tool" and self._tool_calls is not None:
-                self._tool_calls.add(1, attributes)
-            if self._duration is not None:
+            if attributes.get("gen_ai.operation.name") == "execute_tool":
+                # The conventions define no duration metric for tool execution: ferrule counts calls.
+                if self._tool_calls is not None:
+                    self._tool_calls.add(1, attributes)
+            elif self._duration is not None:
                 self._duration.record(seconds, attributes)
         except Exception as exc:
             _fail_open("recording a duration", exc)
@@ -390,7 +392,7 @@ class Tracer:
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self.agent_name,
             "gen_ai.request.model": model.model_name,
-            "gen_ai.provider.name": model.provider_name,
+            "gen_ai.provider.name": provider_name(model.provider_name),
         }
         if run_id is not None:
             attributes["ferrule.run.id"] = attributes["ferrule.agent.run.id"] = run_id
@@ -403,8 +405,11 @@ class Tracer:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": model.model_name,
-            "gen_ai.provider.name": model.provider_name,
+            "gen_ai.provider.name": provider_name(model.provider_name),
         }
+        server = _server(model)
+        if server is not None:
+            attributes["server.address"], attributes["server.port"] = server
         settings = call.settings
         if settings.max_tokens is not None:
             attributes["gen_ai.request.max_tokens"] = settings.max_tokens
@@ -423,7 +428,7 @@ class Tracer:
                 _fail_open("encoding the request content", exc)
         return self._start(f"chat {model.model_name}", attributes, parent, "CLIENT", True)
 
-    def tool_span(self, name: str, part: ToolCallPart, parent: Any) -> _Span:
+    def tool_span(self, name: str, part: ToolCallPart, parent: Any, description: str | None = None) -> _Span:
         """The span of one tool call."""
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -431,11 +436,70 @@ class Tracer:
             "gen_ai.tool.call.id": part.tool_call_id,
             "gen_ai.tool.type": "function",
         }
+        if description:
+            attributes["gen_ai.tool.description"] = description
         if self.include_content:
             attributes["gen_ai.tool.call.arguments"] = _json(part.args)
         return self._start(f"execute_tool {name}", attributes, parent, "INTERNAL", True)
 
 
 _METRIC_KEYS = frozenset(
-    {"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.tool.name"}
+    {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.request.model",
+        "gen_ai.tool.name",  # only on ferrule's own tool-call counter
+        "server.address",
+        "server.port",
+    }
 )
+
+SEMCONV_VERSION = "1.44.0"
+"""The OpenTelemetry semantic conventions version the spans and metrics follow (GenAI, development)."""
+
+_PROVIDER_NAMES: dict[str, str] = {
+    "google-gla": "gcp.gemini",
+    "gemini": "gcp.gemini",
+    "google-vertex": "gcp.vertex_ai",
+    "azure": "azure.ai.openai",
+    "bedrock": "aws.bedrock",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+}
+"""ferrule's provider names whose `gen_ai.provider.name` the conventions spell differently. The other
+registered names (`openai`, `anthropic`, `groq`, `deepseek`, `cohere`, `perplexity`) are ferrule's own;
+a provider the registry does not list (a local server, the test models) keeps its name, as the
+conventions ask."""
+
+
+def provider_name(name: str) -> str:
+    """The `gen_ai.provider.name` of a ferrule provider name."""
+    return _PROVIDER_NAMES.get(name, name)
+
+
+_servers: dict[str, tuple[str, int] | None] = {}
+
+
+def _server(model: Model) -> tuple[str, int] | None:
+    """`server.address` and `server.port` of a model behind an HTTP provider, else `None`."""
+    from ferrule.core.codec import CodecModel
+
+    if not isinstance(model, CodecModel):
+        return None
+    base_url: Any = getattr(cast("Any", model).provider, "base_url", None)
+    if not isinstance(base_url, str):
+        return None
+    if base_url in _servers:
+        return _servers[base_url]
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        server = (parts.hostname, port) if parts.hostname else None
+    except ValueError:
+        server = None
+    if len(_servers) > 256:  # base URLs are few; stay bounded anyway
+        _servers.clear()
+    _servers[base_url] = server
+    return server

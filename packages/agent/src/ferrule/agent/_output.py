@@ -19,6 +19,8 @@ from ferrule.core.model import TEXT_FORMAT, JsonObjectFormat, JsonSchemaFormat, 
 from ferrule.core.profile import ModelProfile, StructuredOutputMode
 
 from ._errors import OutputSpecError
+from ._foreign import PydanticShape, uses_pydantic
+from ._foreign import model as pydantic_model
 from ._schema import check_against, compile_schema, is_object_schema, strip_title, type_schema
 from ._sync_tools import ToolThreads
 from ._tools import Tool
@@ -194,6 +196,7 @@ class OutputChoice:
         "function",
         "name",
         "schema",
+        "shape",
         "strict",
         "validator",
         "value_type",
@@ -212,6 +215,7 @@ class OutputChoice:
         function: Tool[Any] | None = None,
         validator: Any = None,
         strict: bool | None = None,
+        shape: PydanticShape | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -223,6 +227,7 @@ class OutputChoice:
         self.function = function
         self.validator = validator
         self.strict = strict
+        self.shape = shape
 
     def decode(self, raw: str | dict[str, Any] | None, limits: bounded_json.JsonLimits) -> Any:
         """Decode and validate raw JSON arguments or text into this choice's value (not yet unwrapped
@@ -231,6 +236,8 @@ class OutputChoice:
             value = _plain(raw, limits)
             check_against(self.validator, value)
             return value
+        if self.shape is not None:
+            return self.convert(_plain(raw, limits))
         if raw is None:
             raw = {}
         if isinstance(raw, str):
@@ -246,7 +253,10 @@ class OutputChoice:
         if self.validator is not None:
             check_against(self.validator, value)
             return value
-        value = msgspec.convert(value, self.decode_type)
+        if self.shape is not None:
+            value = self.shape.validate(value)
+        else:
+            value = msgspec.convert(value, self.decode_type)
         return value.value if self.wrapped else value
 
     def revalidate(self, value: Any) -> Any:
@@ -256,6 +266,10 @@ class OutputChoice:
         if self.validator is not None:
             check_against(self.validator, msgspec.to_builtins(value))
             return value
+        if self.shape is not None:
+            if self.wrapped:
+                return self.shape.revalidate(self.decode_type(value=value)).value
+            return self.shape.revalidate(value)
         return msgspec.convert(msgspec.to_builtins(value), self.value_type)
 
     def partial(self, snapshot: Any) -> tuple[bool, Any]:
@@ -263,8 +277,11 @@ class OutputChoice:
         if self.function is not None or self.validator is not None:
             return False, None
         try:
-            value = msgspec.convert(snapshot, self.decode_type)
-        except (msgspec.ValidationError, TypeError):
+            if self.shape is not None:
+                value = self.shape.validate(snapshot)
+            else:
+                value = msgspec.convert(snapshot, self.decode_type)
+        except (msgspec.ValidationError, TypeError, ValueError):
             return False, None
         return True, value.value if self.wrapped else value
 
@@ -451,6 +468,10 @@ def normalize_spec(spec: OutputSpec) -> OutputSpecInfo:
     add(spec, None, None, None, None)
     if info.is_text and not info.allow_text:
         raise OutputSpecError("output_type is empty; give at least one type")
+    # Every target's schema and decoder are built now, so a bad spec fails when the agent is built,
+    # not at its first run (the per-mode plans are built later from the same targets).
+    for target in _expand(info.targets, "tool"):
+        _choice_for(target, DEFAULT_OUTPUT_TOOL_NAME, wrap_non_object=True)
     return info
 
 
@@ -490,9 +511,11 @@ def _object_members(tp: Any) -> list[Any] | None:
     if len(members) < 2 or len(members) != len(get_args(tp)):
         return None
     try:
-        if all(is_object_schema(type_schema(m)) for m in members):
+        if all(
+            is_object_schema(PydanticShape(m).schema if uses_pydantic(m) else type_schema(m)) for m in members
+        ):
             return members
-    except (TypeError, ValueError):
+    except (UserError, TypeError, ValueError):
         return None
     return None
 
@@ -537,6 +560,8 @@ def _choice_for(target: _Target, name: str, *, wrap_non_object: bool) -> OutputC
             function=tool,
             strict=target.strict,
         )
+    if uses_pydantic(value):
+        return _pydantic_choice(target, name, wrap_non_object=wrap_non_object)
     if not _msgspec_supports(value):
         raise OutputSpecError(
             f"output type {value!r} cannot be decoded by msgspec (unions of several untagged Structs need "
@@ -544,8 +569,11 @@ def _choice_for(target: _Target, name: str, *, wrap_non_object: bool) -> OutputC
         )
     try:
         schema = strip_title(type_schema(value))
-    except (TypeError, ValueError) as exc:
-        raise OutputSpecError(f"cannot build a JSON Schema for output type {value!r}: {exc}") from exc
+    except (UserError, TypeError, ValueError) as exc:
+        raise OutputSpecError(
+            f"cannot build a JSON Schema for output type {value!r} ({exc}); use a msgspec Struct, a "
+            "dataclass, a TypedDict, an attrs class, a pydantic model (with pydantic installed) or builtin types"
+        ) from exc
     description = target.description or _type_description(value)
     if is_object_schema(schema) or not wrap_non_object:
         return OutputChoice(
@@ -575,6 +603,30 @@ def _choice_for(target: _Target, name: str, *, wrap_non_object: bool) -> OutputC
         value_type=value,
         wrapped=True,
         strict=target.strict,
+    )
+
+
+def _pydantic_choice(target: _Target, name: str, *, wrap_non_object: bool) -> OutputChoice:
+    """A choice validated by pydantic (the type mentions a pydantic model or `Field`)."""
+    value = target.value
+    try:
+        shape = PydanticShape(value)
+        wrapped = wrap_non_object and not is_object_schema(shape.schema)
+        decode_type = value
+        if wrapped:
+            decode_type = pydantic_model("OutputValue", [("value", value, ...)])
+            shape = PydanticShape(decode_type)
+    except (UserError, TypeError, ValueError) as exc:
+        raise OutputSpecError(f"cannot use output type {value!r}: {exc}") from exc
+    return OutputChoice(
+        name=target.name or name,
+        description=target.description or _type_description(value),
+        schema=strip_title(dict(shape.schema)),
+        decode_type=decode_type,
+        value_type=value,
+        wrapped=wrapped,
+        strict=target.strict,
+        shape=shape,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import msgspec
 
@@ -79,11 +80,21 @@ async def deferred_calls(run: LoopState, calls: list[ToolCallState]) -> list[Def
                 DeferredCall(
                     tool_call_id=c.part.tool_call_id,
                     tool_name=c.part.tool_name,
-                    args=c.part.args,
+                    args=_args_object(c.part.args),
                     kind="external" if tool.kind == "external" else "approval",
                 )
             )
     return deferred
+
+
+def _args_object(args: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Validated call arguments as a JSON object, whatever form the model sent them in."""
+    if isinstance(args, dict):
+        return args
+    if args is None or not args.strip():
+        return {}
+    value = bounded_json.decode_value(args, bounded_json.TOOL_ARGUMENTS)
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 def fingerprint(run: LoopState, calls: Sequence[ToolCallState]) -> str:

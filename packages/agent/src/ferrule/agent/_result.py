@@ -90,6 +90,7 @@ class AgentRunResult(Generic[OutputT]):
         """`new_messages()` as JSON."""
         return _messages_json(self.new_messages())
 
+    @property
     def usage(self) -> RunUsage:
         """The run's aggregated usage."""
         return self._usage
@@ -135,6 +136,7 @@ class AgentRun(Generic[OutputT]):
         """The pause, if the run paused for deferred calls."""
         return self._run.paused
 
+    @property
     def usage(self) -> RunUsage:
         """Usage so far."""
         return self._run.usage
@@ -257,7 +259,9 @@ class StreamedRunResult(Generic[OutputT]):
             )
         self._raise_if_failed()
         if self._run.paused is not None:
-            raise _with_state(PauseRequiredError(self._run.paused), self._run)
+            error = PauseRequiredError(self._run.paused)
+            error.called("run_stream")
+            raise _with_state(error, self._run)
         return AgentRunResult(self._run)
 
     @property
@@ -265,6 +269,7 @@ class StreamedRunResult(Generic[OutputT]):
         """The pause, if the run paused for deferred calls."""
         return self._run.paused
 
+    @property
     def usage(self) -> RunUsage:
         """Usage so far."""
         return self._run.usage

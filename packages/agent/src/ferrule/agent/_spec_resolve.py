@@ -154,14 +154,9 @@ def _check_model(
 
         providers = installed_providers()
     if ref.provider not in providers:
-        from .model_strings import KNOWN_PACKAGES
+        from .model_strings import unknown_provider_message
 
-        package = KNOWN_PACKAGES.get(ref.provider, f"ferrule-{ref.provider}")
-        check.add(
-            "$.model.provider",
-            "provider",
-            f"no installed provider handles {ref.provider!r}; install it with `pip install {package}`",
-        )
+        check.add("$.model.provider", "provider", unknown_provider_message(ref.provider, sorted(providers)))
     elif isinstance(providers, Mapping):
         provider_check = cast("Mapping[str, ProviderCheck | None]", providers)[ref.provider]
         if provider_check is not None:

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
+import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, UserContent, UserPromptPart
+from ferrule.core.messages import Message, ModelRequest, SystemPromptPart, UserContent, UserPromptPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RunUsage, UsageLimits
@@ -118,11 +119,18 @@ async def start_run(
             run.instructions = await _instructions(run, instructions)
     except TimeoutError as exc:
         raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
+    system: list[SystemPromptPart] = []
+    if core.system_prompts and not messages:
+        system = await _system_prompts(run)
+    elif core.dynamic_prompts and messages:
+        await _refresh_dynamic_prompts(run, messages)
     if prompt is not None:
         content = prompt if isinstance(prompt, str) else list(prompt)
         messages.append(
             ModelRequest(
-                parts=[UserPromptPart(content=content)], instructions=run.instructions, run_id=run_id
+                parts=[*system, UserPromptPart(content=content)],
+                instructions=run.instructions,
+                run_id=run_id,
             )
         )
         run.url_check.skip_to(messages)  # the prompt was checked above
@@ -205,6 +213,34 @@ def _extend(run: Run, given: RunSettings, resumed: Sequence[str] = ()) -> None:
         run.enable_pricing(Pricing())  # a cost limit is only enforceable with prices
     if core.extended or options is not NO_OPTIONS:
         run.extend(options, given.layers, resumed)
+
+
+async def _system_prompts(run: Run) -> list[SystemPromptPart]:
+    """The system prompt parts of a run without history, in registration order."""
+    dynamic = {id(callback): ref for ref, callback in run.core.dynamic_prompts.items()}
+    parts: list[SystemPromptPart] = []
+    for item in run.core.system_prompts:
+        for text in await instruction_texts(run.ctx, [item]):
+            ref = None if isinstance(item, str) else dynamic.get(id(item))
+            parts.append(SystemPromptPart(content=text, dynamic_ref=ref))
+    return parts
+
+
+async def _refresh_dynamic_prompts(run: Run, messages: list[Message]) -> None:
+    """Re-evaluate the dynamic system prompts of a continued history (copies; the caller's stay as given)."""
+    prompts = run.core.dynamic_prompts
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        parts = list(message.parts)
+        changed = False
+        for i, part in enumerate(parts):
+            if isinstance(part, SystemPromptPart) and part.dynamic_ref in prompts:
+                texts = await instruction_texts(run.ctx, [prompts[part.dynamic_ref]])
+                parts[i] = msgspec.structs.replace(part, content="\n\n".join(texts))
+                changed = True
+        if changed:
+            messages[index] = msgspec.structs.replace(message, parts=parts)
 
 
 async def _instructions(run: Run, extra: str | Sequence[str] | None) -> str | None:

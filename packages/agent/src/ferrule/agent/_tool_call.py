@@ -29,6 +29,7 @@ from ferrule.core.messages import (
 from ._calls import ToolCallState
 from ._errors import ModelRetry, ToolDefinitionError
 from ._events import FunctionToolResultEvent
+from ._foreign import enc_hook
 from ._state import Emit, LoopState
 from ._tools import ToolLimits, ToolReturn
 from ._url_check import check_content
@@ -55,7 +56,11 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
     if hooks is not None:
         hooks.fire("tool_execute_start", run.usage.requests, tool_call=part, args=c.args)
     tracer = run.core.tracer
-    span = tracer.tool_span(part.tool_name, part, run.trace_parent) if tracer is not None else None
+    span = (
+        tracer.tool_span(part.tool_name, part, run.trace_parent, tool.description)
+        if tracer is not None
+        else None
+    )
     run.usage.tool_calls += 1
     c.started = True
     threads = run.core.threads
@@ -197,11 +202,11 @@ def _tool_return(run: LoopState, c: ToolCallState, value: Any) -> ToolReturnPart
         content = value
     else:
         try:
-            raw = msgspec.json.encode(value)
+            raw = msgspec.json.encode(value, enc_hook=enc_hook)
         except (TypeError, msgspec.EncodeError) as exc:
             raise ToolDefinitionError(
                 f"tool {part.tool_name!r} returned a value that cannot be encoded as JSON ({type(value).__name__}): "
-                f"{exc}; return msgspec-encodable data"
+                f"{exc}; return msgspec-encodable data or a pydantic model"
             ) from exc
         size = len(raw)
         content = cast("Any", value) if isinstance(value, (*_PLAIN, *_RICH)) else msgspec.json.decode(raw)

@@ -20,6 +20,8 @@ from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
 from ._effects import Confirmation, Risk, SideEffect
 from ._errors import ToolDefinitionError
+from ._foreign import PydanticShape, described, pydantic_error_details, uses_pydantic
+from ._foreign import model as pydantic_model
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
 
@@ -132,7 +134,7 @@ class Tool(Generic[DepsT]):
     """A function the model can call.
 
     Schema and descriptions come from the signature and docstring; arguments are validated with a
-    msgspec Struct built once, here. Sync functions run in a worker thread (see `call`); async ones
+    msgspec Struct built once, here (a pydantic model instead when the signature mentions pydantic). Sync functions run in a worker thread (see `call`); async ones
     are awaited. The first parameter may be a `RunContext[Deps]`.
     """
 
@@ -140,6 +142,7 @@ class Tool(Generic[DepsT]):
         "_call_sync",
         "_field_names",
         "_raw",
+        "_shape",
         "_threads",
         "_validator",
         "args_type",
@@ -241,6 +244,7 @@ class Tool(Generic[DepsT]):
         self.defer_loading = defer_loading
         """Kept out of the request until the built-in `tool_search` tool surfaces it."""
         self._validator: Any = None
+        self._shape: PydanticShape | None = None
         self._raw = False
         self._threads: ToolThreads | None = None
         if external and function is None:
@@ -380,7 +384,7 @@ class Tool(Generic[DepsT]):
         self.takes_ctx = takes_ctx
         summary, param_docs = parse_docstring(inspect.getdoc(function), docstring_format)
         self.description = description if description is not None else summary
-        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        fields: list[tuple[str, Any, str | None, Any]] = []
         for param in params:
             if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 raise ToolDefinitionError(
@@ -394,37 +398,79 @@ class Tool(Generic[DepsT]):
             if isinstance(annotation, str):
                 annotation = _resolve(function, annotation, self.name, param.name)
             if annotation is inspect.Parameter.empty:
+                if self.strict is not False:
+                    raise ToolDefinitionError(
+                        f"tool {self.name!r}: parameter {param.name!r} has no type annotation; annotate it "
+                        "(`Any` accepts any JSON value), or pass strict=False to the tool to accept any "
+                        "JSON value for unannotated parameters"
+                    )
                 annotation = Any
             if _is_run_context(annotation):
                 raise ToolDefinitionError(
                     f"tool {self.name!r}: RunContext must be the first parameter, not {param.name!r}"
                 )
             doc = param_docs.get(param.name)
-            if doc:
-                annotation = Annotated[annotation, msgspec.Meta(description=doc)]
-            elif require_descriptions:
+            if not doc and require_descriptions:
                 raise ToolDefinitionError(f"tool {self.name!r}: parameter {param.name!r} has no description")
-            if param.default is inspect.Parameter.empty:
-                fields.append((param.name, annotation))
-            else:
-                fields.append((param.name, annotation, param.default))
-        try:
-            self.args_type = msgspec.defstruct(
-                f"{self.name}_args", fields, kw_only=True, forbid_unknown_fields=True
-            )
-            schema = (
-                parameters_json_schema
-                if parameters_json_schema is not None
-                else strip_title(type_schema(self.args_type))
-            )
-        except (TypeError, ValueError) as exc:
-            raise ToolDefinitionError(
-                f"cannot build an argument schema for tool {self.name!r}: {exc}"
-            ) from exc
+            fields.append((param.name, annotation, doc, param.default))
+        if any(uses_pydantic(annotation) for _, annotation, _, _ in fields):
+            schema = self._build_pydantic(fields)
+        else:
+            schema = self._build_msgspec(fields)
+        if parameters_json_schema is not None:
+            schema = parameters_json_schema
         schema.setdefault("properties", {})
         self.parameters_json_schema = schema
         self._field_names = tuple(name for name, *_ in fields)
         self._call_sync = None if self.is_async else function
+
+    def _build_msgspec(self, fields: list[tuple[str, Any, str | None, Any]]) -> dict[str, Any]:
+        """The argument Struct of plain (msgspec-supported) parameter types, and its schema."""
+        members: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        for name, annotation, doc, default in fields:
+            if doc:
+                annotation = Annotated[annotation, msgspec.Meta(description=doc)]
+            members.append(
+                (name, annotation) if default is inspect.Parameter.empty else (name, annotation, default)
+            )
+        try:
+            self.args_type = msgspec.defstruct(
+                f"{self.name}_args", members, kw_only=True, forbid_unknown_fields=True
+            )
+            return strip_title(type_schema(self.args_type))
+        except (UserError, TypeError, ValueError) as exc:
+            for name, annotation, _, _ in fields:
+                try:
+                    type_schema(annotation)
+                except (UserError, TypeError, ValueError) as field_exc:
+                    raise ToolDefinitionError(
+                        f"tool {self.name!r}: parameter {name!r} has the type {_type_name(annotation)}, which has no "
+                        f"JSON Schema ({field_exc}); use a msgspec Struct, a dataclass, a TypedDict, an attrs "
+                        "class or a pydantic model (with pydantic installed), or builtin types"
+                    ) from exc
+            raise ToolDefinitionError(
+                f"cannot build an argument schema for tool {self.name!r}: {exc}"
+            ) from exc
+
+    def _build_pydantic(self, fields: list[tuple[str, Any, str | None, Any]]) -> dict[str, Any]:
+        """A pydantic model of the parameters (some mention pydantic), validated by pydantic."""
+        members: list[tuple[str, Any, Any]] = []
+        for name, annotation, doc, default in fields:
+            members.append(
+                (
+                    name,
+                    described(annotation, doc) if doc else annotation,
+                    ... if default is inspect.Parameter.empty else default,
+                )
+            )
+        try:
+            self.args_type = pydantic_model(f"{self.name}_args", members)
+            self._shape = PydanticShape(self.args_type)
+        except (UserError, TypeError, ValueError) as exc:
+            raise ToolDefinitionError(
+                f"cannot build an argument schema for tool {self.name!r}: {exc}"
+            ) from exc
+        return strip_title(dict(self._shape.schema))
 
     def _definition(self) -> ToolDefinition:
         kind: Literal["function", "external", "unapproved"] = "function"
@@ -479,12 +525,15 @@ class Tool(Generic[DepsT]):
         """Decode and validate raw model arguments; raises `ValueError` subclasses on bad input.
 
         Raises `bounded_json.JsonError` for malformed or oversized JSON and `msgspec.ValidationError`
+        (`pydantic.ValidationError` for a signature that mentions pydantic; both are `ValueError`s)
         for arguments that do not match the signature.
         """
         if self._validator is not None:
             value = self._decode_plain(args)
             check_against(self._validator, value)
             return value
+        if self._shape is not None:
+            return self._shape.validate(self._decode_plain(args))
         if args is None:
             return msgspec.convert({}, self.args_type)
         if isinstance(args, str):
@@ -557,6 +606,11 @@ def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: st
         ) from exc
 
 
+def _type_name(tp: Any) -> str:
+    name = getattr(tp, "__qualname__", None)
+    return name if isinstance(name, str) and get_origin(tp) is None else repr(tp)
+
+
 def as_tool(item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:
     """`item` itself if it is a `Tool`, else a `Tool` built from the function."""
     if isinstance(item, Tool):
@@ -585,4 +639,7 @@ def args_error_details(error: Exception) -> list[dict[str, Any]] | str:
         return f"The arguments were rejected: {error}"
     if isinstance(error, SchemaMismatch):
         return [{"type": "invalid_argument", "loc": error.loc, "msg": str(error)}]
+    foreign = pydantic_error_details(error)
+    if foreign is not None:
+        return foreign
     return [{"type": "invalid_argument", "loc": loc, "msg": msg}]

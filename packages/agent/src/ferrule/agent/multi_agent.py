@@ -480,5 +480,5 @@ class Scope:
                 ok=True,
             )
         )
-        session.account(result.usage())
+        session.account(result.usage)
         return result

@@ -3,7 +3,7 @@
 ```python
 agent = Agent(model, pricing=True)            # the bundled snapshot
 result = await agent.run("...")
-result.usage().cost_nano_usd                  # e.g. 1_234_567 (= $0.001234567), or None if unknown
+result.usage.cost_nano_usd                  # e.g. 1_234_567 (= $0.001234567), or None if unknown
 ```
 
 The bundled snapshot (`data/pricing.json` in the repository, shipped inside the wheel) is generated

@@ -130,11 +130,11 @@ class DeltaThinking:
 DeltaToolCalls: TypeAlias = dict[int, DeltaToolCall]
 """Tool-call fragments keyed by the call's index in the response."""
 
-FunctionDef: TypeAlias = Callable[[Sequence[Message], AgentInfo], "ModelResponse | Awaitable[ModelResponse]"]
+FunctionDef: TypeAlias = Callable[[list[Message], AgentInfo], "ModelResponse | Awaitable[ModelResponse]"]
 """`fn(messages, info) -> ModelResponse`, sync or async."""
 
 StreamFunctionDef: TypeAlias = Callable[
-    [Sequence[Message], AgentInfo], "AsyncIterator[str | DeltaToolCalls | DeltaThinking]"
+    [list[Message], AgentInfo], "AsyncIterator[str | DeltaToolCalls | DeltaThinking]"
 ]
 """`fn(messages, info)` yielding text deltas, `{index: DeltaToolCall}` dicts or `DeltaThinking`."""
 
@@ -255,7 +255,7 @@ class FunctionModel(Model):
     async def _request(self, call: ModelCall) -> ModelResponse:
         if self.function is None:
             return await super()._request(call)
-        result = self.function(call.messages, self._info(call))
+        result = self.function(list(call.messages), self._info(call))
         if self._is_async or inspect.isawaitable(result):
             result = await cast("Awaitable[ModelResponse]", result)
         return self._complete(call, result)
@@ -268,7 +268,7 @@ class FunctionModel(Model):
             yield ResponseCompleted(response)
             return
         builder = ResponseBuilder()
-        items = self.stream_function(call.messages, self._info(call))
+        items = self.stream_function(list(call.messages), self._info(call))
         try:
             async for item in items:
                 if isinstance(item, str):

@@ -118,7 +118,7 @@ class _Sink:
                     "output": _jsonable(result.output),
                     "run_id": result.run_id,
                     "model": model,
-                    "usage": _jsonable(result.usage()),
+                    "usage": _jsonable(result.usage),
                 }
                 self.out.write(msgspec.json.encode(document).decode() + "\n")
             case "text":

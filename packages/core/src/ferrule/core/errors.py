@@ -70,6 +70,8 @@ class UnsupportedFeatureError(UserError):
         """The feature that was asked for, e.g. `"tools"` or `"reasoning_effort='max'"`."""
         self.model = model
         """`provider:model` of the model that lacks it."""
+        self.hint = hint
+        """What to do instead, when there is a suggestion."""
         message = f"{model} does not support {feature}"
         if hint:
             message += f"; {hint}"

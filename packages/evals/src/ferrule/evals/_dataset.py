@@ -464,7 +464,7 @@ class _Runner:
 
     def _usage(self, run: AgentRunResult[Any]) -> RunUsage:
         """A copy of the run's usage, priced from the snapshot when the agent reported no cost."""
-        usage = run.usage()
+        usage = run.usage
         cost = usage.cost_nano_usd
         if cost is None and self.pricing is not None:
             cost = _price(self.pricing, run)

@@ -118,7 +118,7 @@ class ModelGrader(Evaluator):
         if not (isinstance(score, (int, float)) and math.isfinite(score) and 0.0 <= score <= 1.0):
             raise InvalidGraderScore(self.name, score)
         return EvaluationResult(
-            passed=verdict.passed, score=float(score), reason=verdict.reason, usage=result.usage()
+            passed=verdict.passed, score=float(score), reason=verdict.reason, usage=result.usage
         )
 
     def __repr__(self) -> str:

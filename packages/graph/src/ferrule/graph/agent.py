@@ -210,7 +210,7 @@ class Conversation(msgspec.Struct, kw_only=True):
     def append_run(self, result: AgentRunResult[Any]) -> None:
         """Take a finished run: its whole history becomes the history, its usage adds up."""
         self.messages = _copy_messages(result.all_messages())
-        self.usage = self.usage + result.usage()
+        self.usage = self.usage + result.usage
         self.runs += 1
 
 

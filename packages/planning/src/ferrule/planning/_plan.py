@@ -271,7 +271,7 @@ class StepContext(Generic[DepsT]):
             if state is not None:
                 self.add_usage(state.usage)
             raise
-        self.add_usage(result.usage())
+        self.add_usage(result.usage)
         return result
 
 

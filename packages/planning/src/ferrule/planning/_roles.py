@@ -204,5 +204,5 @@ class StructuredRole:
             if state is not None:
                 job.usage = state.usage
             raise
-        job.usage = result.usage()
+        job.usage = result.usage
         return job.value

@@ -333,7 +333,7 @@ class Runner:
                 timeout=self.remaining_time(),
                 event_handler=self.handler,
             )
-            usage, messages = result.usage(), result.new_messages()
+            usage, messages = result.usage, result.new_messages()
         except UsageLimitExceeded as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
@@ -826,7 +826,7 @@ class Runner:
                 usage, messages = run_state.usage, run_state.messages
             await self._agent_failed(state, describe_error(exc))
         else:
-            usage, messages = result.usage(), result.all_messages()
+            usage, messages = result.usage, result.all_messages()
             await self._succeeded(state, result.output, "agent", None)
         finally:
             self.add_model_usage(usage)
@@ -1008,7 +1008,7 @@ class Runner:
                 timeout=self.remaining_time(),
                 event_handler=self.handler,
             )
-            usage = result.usage()
+            usage = result.usage
         except UsageLimitExceeded as exc:
             run_state = run_state_of(exc)
             if run_state is not None:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, TypedDict, Unpack
 
 from ferrule.core.codec import CodecModel
-from ferrule.core.errors import ContentFilterError, UserError
+from ferrule.core.errors import ContentFilterError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     DocumentUrl,
@@ -27,7 +27,7 @@ from ._content import is_text_like
 from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, resolve_downloads
 from ._provider import OpenAICompatibleProvider, OpenAIProvider
 from .chat_codec import ChatCodec
-from .profiles import ChatDialect, ResponsesDialect
+from .profiles import UNKNOWN, ChatDialect, ResponsesDialect
 from .responses_codec import ResponsesCodec
 
 __all__ = ["OpenAIChatModel", "OpenAIModelOptions", "OpenAIResponsesModel"]
@@ -78,6 +78,23 @@ class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
     def profile(self) -> ModelProfile:
         """What this model supports; requests asking for more fail before any I/O."""
         return self._profile
+
+    def check(self, call: ModelCall) -> None:
+        """The profile check; for a model with no known profile the error says how to declare one."""
+        try:
+            super().check(call)
+        except UnsupportedFeatureError as exc:
+            if type(exc) is not UnsupportedFeatureError or self._profile != UNKNOWN:
+                raise
+            declare = (
+                f"ferrule has no profile for the model {self.model_name!r}, so it assumes text only; if the "
+                f"model supports {exc.feature}, declare what it supports: "
+                f"{type(self).__name__}({self.model_name!r}, provider=..., profile=ModelProfile("
+                "supports_tools=True, supports_json_schema_output=True, ...)) with ModelProfile from "
+                "ferrule.core.profile (or the provider's profile_override=)"
+            )
+            hint = f"{exc.hint}; or {declare}" if exc.hint else declare
+            raise UnsupportedFeatureError(exc.feature, model=exc.model, hint=hint) from None
 
     def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
         del stream
