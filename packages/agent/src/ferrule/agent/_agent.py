@@ -172,14 +172,7 @@ class Agent(Generic[DepsT, OutputT]):
         checkpoint_binding: CheckpointBinding = "called_tools",
     ) -> None:
         retries, output_retries = _retries(retries, output_retries)
-        if retries < 0:
-            raise UserError(f"retries must be >= 0, got {retries}")
-        if output_retries is not None and output_retries < 0:
-            raise UserError(f"output_retries must be >= 0, got {output_retries}")
-        if end_strategy not in ("graceful", "early", "exhaustive"):
-            raise UserError(f"end_strategy must be 'graceful', 'early' or 'exhaustive', got {end_strategy!r}")
-        if run_timeout is not None and (not math.isfinite(run_timeout) or run_timeout <= 0):
-            raise UserError(f"run_timeout must be a positive number of seconds, got {run_timeout!r}")
+        _check_run_options(retries, output_retries, end_strategy, run_timeout)
         self.name = name or "agent"
         """The agent's name (used in telemetry)."""
         self.deps_type = deps_type
@@ -215,14 +208,7 @@ class Agent(Generic[DepsT, OutputT]):
             tracer=tracer,
             url_policy=url_policy,
         )
-        for prompt in [system_prompt] if isinstance(system_prompt, str) else system_prompt:
-            if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise UserError(
-                    f"system_prompt must be a string or a sequence of strings, got {prompt!r}; "
-                    "register a function with @agent.system_prompt"
-                )
-            if prompt:
-                self._core.system_prompts.append(prompt)
+        self._core.system_prompts.extend(_static_system_prompts(system_prompt))
         if instructions is not None:
             items: Sequence[Any] = (
                 [instructions] if isinstance(instructions, str) or callable(instructions) else instructions
@@ -895,3 +881,31 @@ class Agent(Generic[DepsT, OutputT]):
         )
         async with streaming(run) as stream:
             yield stream
+
+
+def _check_run_options(
+    retries: int, output_retries: int | None, end_strategy: str, run_timeout: float | None
+) -> None:
+    """Refuse the scalar run options `Agent` takes that cannot work, before anything is built."""
+    if retries < 0:
+        raise UserError(f"retries must be >= 0, got {retries}")
+    if output_retries is not None and output_retries < 0:
+        raise UserError(f"output_retries must be >= 0, got {output_retries}")
+    if end_strategy not in ("graceful", "early", "exhaustive"):
+        raise UserError(f"end_strategy must be 'graceful', 'early' or 'exhaustive', got {end_strategy!r}")
+    if run_timeout is not None and (not math.isfinite(run_timeout) or run_timeout <= 0):
+        raise UserError(f"run_timeout must be a positive number of seconds, got {run_timeout!r}")
+
+
+def _static_system_prompts(system_prompt: str | Sequence[str]) -> list[str]:
+    """The non-empty strings of `Agent(system_prompt=...)`; anything else is refused."""
+    prompts: list[str] = []
+    for prompt in [system_prompt] if isinstance(system_prompt, str) else system_prompt:
+        if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"system_prompt must be a string or a sequence of strings, got {prompt!r}; "
+                "register a function with @agent.system_prompt"
+            )
+        if prompt:
+            prompts.append(prompt)
+    return prompts
