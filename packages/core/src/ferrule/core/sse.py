@@ -81,16 +81,32 @@ class SseParser:
         """Parse the next chunk of the body and return the events it completes (often none)."""
         if not chunk:
             return []
-        if (
-            self._started
-            and not self._partial
-            and not self._skip_lf
-            and not self._data
-            and self._event is None
-            and b"\r" not in chunk
-        ):
-            return self._feed_blocks(chunk)
-        return self._feed_lines(chunk)
+        if not self._started or self._skip_lf or b"\r" in chunk:
+            return self._feed_lines(chunk)
+        events: list[SseEvent] = []
+        if self._partial:
+            # Network reads rarely end at an event boundary: finish the line the last one began
+            # (and the event, if its blank line follows), so the rest can take the block path.
+            lf = chunk.find(b"\n")
+            if lf < 0:
+                return self._feed_lines(chunk)
+            if len(self._partial) + lf > self._max_line:
+                raise self._line_too_large(len(self._partial) + lf)
+            self._partial += chunk[:lf]
+            line = bytes(self._partial)
+            self._partial.clear()
+            self._line(line, events)
+            chunk = chunk[lf + 1 :]
+            if chunk[:1] == b"\n":
+                self._dispatch(events)
+                chunk = chunk[1:]
+            if not chunk:
+                return events
+        if self._data or self._event is not None:
+            events.extend(self._feed_lines(chunk))
+        else:
+            events.extend(self._feed_blocks(chunk))
+        return events
 
     def _feed_blocks(self, chunk: bytes) -> list[SseEvent]:
         """`feed` for a chunk that starts at an event boundary and has only LF line breaks.
