@@ -15,12 +15,13 @@ __all__ = ["TARGETS", "Row", "write_report"]
 TIMES = "\u00d7"
 DASH = "\u2013"
 
-COLUMNS = ("raw", "ferrule", "pydantic_ai", "openai_agents")
+COLUMNS = ("raw", "ferrule", "pydantic_ai", "openai_agents", "agno")
 HEADERS = {
     "raw": "raw floor",
     "ferrule": "ferrule",
     "pydantic_ai": "PydanticAI",
     "openai_agents": "openai-agents",
+    "agno": "Agno",
 }
 
 # (compared with, the most ferrule's median may be as a multiple of the other's, how it reads)
@@ -41,6 +42,9 @@ TARGETS: dict[str, tuple[str, float, str]] = {
     # Graphs: ferrule's per-step cost against pydantic-graph's (the PydanticAI column).
     "9a": ("pydantic_ai", 1 / 10, "≤ 1/10 of pydantic-graph"),
     "9b": ("pydantic_ai", 1 / 10, "≤ 1/10 of pydantic-graph"),
+    # Building an agent: at or below Agno, in time and in the memory each agent keeps.
+    "10a": ("agno", 1.0, "≤ Agno"),
+    "10b": ("agno", 1.0, "≤ Agno"),
 }
 
 

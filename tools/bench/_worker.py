@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import sys
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ FRAMEWORKS = {
     "ferrule": "tools.bench.fw_ferrule",
     "pydantic_ai": "tools.bench.fw_pydantic_ai",
     "openai_agents": "tools.bench.fw_openai_agents",
+    "agno": "tools.bench.fw_agno",
 }
 
 
@@ -72,6 +74,24 @@ def _per_call(fn: Callable[[], Any], spec: dict[str, Any]) -> list[float]:
     return samples
 
 
+def _retained(make: Callable[[], Any], spec: dict[str, Any]) -> list[float]:
+    """Bytes each agent keeps allocated (tracemalloc), `spec["keep"]` agents alive at once per
+    sample: what an application holding many agents pays per agent, after the warm-up (what a
+    framework derives once per function or model is already there, as in a running application)."""
+    keep = spec["keep"]
+    samples: list[float] = []
+    for _ in range(spec["reps"]):
+        settle()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        agents = [make() for _ in range(keep)]
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        samples.append((after - before) / len(agents))
+        del agents
+    return samples
+
+
 async def _measure(framework: str, bench: Any, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
     if kind == "fn_run":
@@ -85,6 +105,14 @@ async def _measure(framework: str, bench: Any, spec: dict[str, Any]) -> dict[str
     if kind == "stream_text":
         fn = bench.stream_text(spec["base"], spec["api"])
         _check(framework, f"{kind} deltas", await fn(), spec["deltas"])
+        return {"samples": await _per_run(fn, spec)}
+    if kind == "instantiate":
+        make = bench.instantiate(spec["base"])
+        _check(framework, f"{kind} gives an agent", make() is not None, True)
+        return {"samples": _per_call(make, spec), "memory": _retained(make, spec)}
+    if kind == "first_run":
+        fn = bench.first_run()
+        _check(framework, kind, await fn(), TEXT)
         return {"samples": await _per_run(fn, spec)}
     if kind == "concurrent":
         fn = bench.e2e(spec["base"], spec["api"], spec["stream"])

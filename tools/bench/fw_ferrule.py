@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
 
 NAME = "ferrule"
 
@@ -84,6 +84,10 @@ class Bench:
 
     def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
+        return self._runner(self._agent(self._function_model()), stream)
+
+    def _function_model(self) -> Any:
+        """The two-step function model of workloads 2 and 10c (tool call, then text)."""
         from ferrule.agent.testing import DeltaToolCall, FunctionModel
         from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from ferrule.core.usage import RequestUsage
@@ -109,8 +113,27 @@ class Bench:
             else:
                 yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
 
-        agent = self._agent(FunctionModel(function, stream_function=stream_function))
-        return self._runner(agent, stream)
+        return FunctionModel(function, stream_function=stream_function)
+
+    def instantiate(self, base: str) -> Callable[[], Any]:
+        """Workload 10: `Agent(model, tools=[add])`, the model built once."""
+        from ferrule.agent import Agent
+
+        model = self._model(base, "chat")
+        return lambda: Agent(model, tools=[add])
+
+    def first_run(self) -> Callable[[], Awaitable[str]]:
+        """Workload 10c: a new `Agent(model, tools=[add])`, then its first (two-step) run, no network."""
+        from ferrule.agent import Agent
+
+        model = self._function_model()
+
+        async def run_once() -> str:
+            agent: Any = Agent(model, tools=[add])
+            result = await agent.run(PROMPT)
+            return result.output
+
+        return run_once
 
     def e2e(self, base: str, api: str, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workloads 3, 5 and 8: one tool-calling run against the mock server."""

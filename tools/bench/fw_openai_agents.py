@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, Unsupported, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, Unsupported, add, http_client
 
 NAME = "openai_agents"
 
@@ -74,6 +74,22 @@ class Bench:
             return "".join(pieces)
 
         return run_stream_once
+
+    def instantiate(self, base: str) -> Callable[[], Any]:
+        """Workload 10: `Agent(name=..., model=model, tools=[function_tool(add)])`, the model built once.
+
+        Its `Agent` takes tool objects, so the tool is made from the function each time, as the
+        other frameworks derive it from the function they are given."""
+        from agents import Agent, OpenAIChatCompletionsModel, function_tool
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(base_url=base, api_key=API_KEY, http_client=self.client, max_retries=0)
+        model = OpenAIChatCompletionsModel(MODEL, openai_client=client)
+        return lambda: Agent(name="bench", model=model, tools=[function_tool(add)])
+
+    def first_run(self) -> Callable[[], Awaitable[str]]:
+        """No function model in openai-agents."""
+        raise Unsupported("openai-agents has no no-network function model")
 
     def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
         """No function model in openai-agents."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
 
 NAME = "pydantic_ai"
 
@@ -68,6 +68,10 @@ class Bench:
 
     def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
+        return self._runner(self._agent(self._function_model()), stream)
+
+    def _function_model(self) -> Any:
+        """The two-step function model of workloads 2 and 10c (tool call, then text)."""
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from pydantic_ai.models.function import DeltaToolCall, FunctionModel
         from pydantic_ai.usage import RequestUsage
@@ -93,8 +97,27 @@ class Bench:
             else:
                 yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
 
-        agent = self._agent(FunctionModel(function, stream_function=stream_function))
-        return self._runner(agent, stream)
+        return FunctionModel(function, stream_function=stream_function)
+
+    def instantiate(self, base: str) -> Callable[[], Any]:
+        """Workload 10: `Agent(model, tools=[add])`, the model built once."""
+        from pydantic_ai import Agent
+
+        model = self._model(base, "chat")
+        return lambda: Agent(model, tools=[add])
+
+    def first_run(self) -> Callable[[], Awaitable[str]]:
+        """Workload 10c: a new `Agent(model, tools=[add])`, then its first (two-step) run, no network."""
+        from pydantic_ai import Agent
+
+        model = self._function_model()
+
+        async def run_once() -> str:
+            agent: Any = Agent(model, tools=[add])
+            result = await agent.run(PROMPT, usage_limits=self.limits)
+            return result.output
+
+        return run_once
 
     def _runner(self, agent: Any, stream: bool) -> Callable[[], Awaitable[str]]:
         limits = self.limits

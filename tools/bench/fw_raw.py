@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, Unsupported, add, http_client
 
 NAME = "raw"
 
@@ -267,6 +267,14 @@ class Bench:
             )
 
     # -- workloads ---------------------------------------------------------------------------------
+
+    def instantiate(self, base: str) -> Callable[[], Any]:
+        """Workload 10 has no floor: there is no agent object to build."""
+        raise Unsupported("no agent object to build")
+
+    def first_run(self) -> Callable[[], Awaitable[str]]:
+        """Workload 10c has no floor of its own (workload 2a is the two-step run's floor)."""
+        raise Unsupported("no agent object to build; 2a is the run's floor")
 
     def fn_run(self, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workload 2's floor: the two-step loop against an in-process function, no framework."""

@@ -36,18 +36,20 @@ import msgspec  # noqa: E402
 
 from tools.bench._report import Row, write_report  # noqa: E402
 
-FRAMEWORKS = ("raw", "ferrule", "pydantic_ai", "openai_agents")
+FRAMEWORKS = ("raw", "ferrule", "pydantic_ai", "openai_agents", "agno")
 LABELS = {
     "raw": "raw floor",
     "ferrule": "ferrule",
     "pydantic_ai": "PydanticAI",
     "openai_agents": "openai-agents",
+    "agno": "Agno",
 }
 _DISTRIBUTIONS = {
     "raw": ("httpx2", "msgspec"),
     "ferrule": ("ferrule-core", "ferrule-agent", "ferrule-openai", "ferrule-graph"),
     "pydantic_ai": ("pydantic-ai-slim", "openai", "pydantic-graph"),
     "openai_agents": ("openai-agents", "openai"),
+    "agno": ("agno",),
 }
 
 
@@ -139,6 +141,7 @@ IMPORTS: dict[str, tuple[str, dict[str, str]]] = {
             "from pydantic_ai.providers.openai import OpenAIProvider",
             "openai_agents": "from agents import Agent, Runner, OpenAIChatCompletionsModel\n"
             "from openai import AsyncOpenAI",
+            "agno": "from agno.agent import Agent\nfrom agno.models.openai import OpenAIChat",
         },
     ),
     "1d": (
@@ -529,6 +532,23 @@ class Runner:
             jobs.append(Job(spec=spec, into={"samples": row}))
         self.run_jobs(jobs)
 
+    def instantiation(self, server: MockServer) -> None:
+        """Workload 10: building `Agent(model, tools=[add])` (time and the memory each agent
+        keeps), and a new agent's first run on the function model of workload 2."""
+        timing = self._timing(None if self.smoke else 200)
+        spec = {"kind": "instantiate", "base": server.base(), "keep": 20 if self.smoke else 500, **timing}
+        time_row = self._row("10a", "Agent(model, tools=[add])", "µs", 1e-3)
+        memory_row = self._row("10b", "Agent(model, tools=[add]): memory kept per agent", "KiB", 1 / 1024)
+        first = self._row(
+            "10c", "new Agent(FunctionModel, tools=[add]) + its first two-step run", "µs/run", 1e-3
+        )
+        self.run_jobs(
+            [
+                Job(spec=spec, into={"samples": time_row, "memory": memory_row}),
+                Job(spec={"kind": "first_run", **timing}, into={"samples": first}),
+            ]
+        )
+
 
 WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     1: lambda r, _s: r.imports(),
@@ -540,6 +560,7 @@ WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     7: Runner.scaling,
     8: Runner.parallel,
     9: lambda r, _s: r.graphs(),
+    10: Runner.instantiation,
 }
 
 

@@ -140,6 +140,49 @@ def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
     ]
 
 
+# A model stream: LF only, mostly one-line `data:` events (the parser's block fast path), with
+# the shapes that must leave it: comments, multi-line data, event and id fields, extra blank
+# lines, a field without a space, an empty data line, and an event left open at the end.
+LF_STREAM = (
+    b": keep-alive\n\n"
+    b'data: {"d":"a"}\n\n'
+    b"data:b\n\n"
+    b"event: delta\nid: 9\ndata: c\n\n"
+    b"data: d1\ndata: d2\n\n\n\n"
+    b"data:\n\n"
+    b": note\ndata: e\n\n"
+    b"retry: 5\n\n"
+    b"data: f\n\n"
+    b"data: open"
+)
+LF_EVENTS = [
+    SseEvent(data='{"d":"a"}'),
+    SseEvent(data="b"),
+    SseEvent(event="delta", data="c", id="9"),
+    SseEvent(data="d1\nd2", id="9"),
+    SseEvent(data="", id="9"),
+    SseEvent(data="e", id="9"),
+    SseEvent(data="f", id="9"),
+    SseEvent(data="open", id="9"),
+]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(LF_STREAM)), max_size=12))
+def test_lf_stream_in_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    chunks = [LF_STREAM[a:b] for a, b in zip([0, *points], [*points, len(LF_STREAM)], strict=True)]
+    assert parse(*chunks) == LF_EVENTS
+    assert parse(*(LF_STREAM[i : i + 1] for i in range(len(LF_STREAM)))) == LF_EVENTS
+
+
+def test_retry_and_pending_event_across_whole_event_chunks() -> None:
+    parser = SseParser()
+    assert parser.feed(b": start\n") == []
+    assert parser.feed(b"retry: 7\n\ndata: a\n\ndata: b\n") == [SseEvent(data="a")]
+    assert parser.retry == 7
+    assert parser.feed(b"data: c\n\n") == [SseEvent(data="b\nc")]
+
+
 # -- limits --------------------------------------------------------------------------------------
 
 
@@ -190,6 +233,17 @@ def test_event_data_at_exactly_the_limit_is_accepted() -> None:
 def test_event_data_one_past_the_limit_is_rejected() -> None:
     with pytest.raises(ResponseTooLargeError, match="max_stream_event_bytes"):
         parse(b"data: abcd\ndata: efghi\n\n", parser=SseParser(max_event_bytes=9))
+
+
+@pytest.mark.parametrize("limit", ["line", "event"])
+def test_limits_hold_for_one_line_events_after_the_first_line(limit: str) -> None:
+    # After its first line the parser takes whole LF-only events in one pass; the limits still hold.
+    kwargs = {"max_line_bytes": 10} if limit == "line" else {"max_event_bytes": 4}
+    parser = SseParser(**kwargs)
+    assert parser.feed(b": started\n\n") == []
+    assert parser.feed(b"data: abcd\n\n") == [SseEvent(data="abcd")]
+    with pytest.raises(ResponseTooLargeError, match=f"max_stream_{limit}"):
+        parser.feed(b"data: 12345\n\n")
 
 
 def test_event_limit_counts_per_event() -> None:

@@ -68,6 +68,9 @@ InstructionsFn: TypeAlias = Callable[..., "str | Awaitable[str | None] | None"]
 """A dynamic instruction: `fn(ctx)` or `fn()`, sync or async, returning text (or `None`)."""
 
 _DEFAULT_LIMITS = UsageLimits()
+# Frozen defaults, shared by every agent that does not pass its own (one less Struct per agent).
+_DEFAULT_TOOL_LIMITS = ToolLimits()
+_DEFAULT_RETRY_POLICY = RetryPolicy()
 
 _NONE_TYPE: Any = type(None)
 
@@ -202,9 +205,9 @@ class Agent(Generic[DepsT, OutputT]):
             output_info=normalize_spec(output_type),
             retries=retries,
             output_retries=retries if output_retries is None else output_retries,
-            tool_limits=tool_limits or ToolLimits(),
+            tool_limits=tool_limits or _DEFAULT_TOOL_LIMITS,
             end_strategy=end_strategy,
-            retry_policy=retry_policy or RetryPolicy(),
+            retry_policy=retry_policy or _DEFAULT_RETRY_POLICY,
             tracer=tracer,
             url_policy=url_policy,
         )
@@ -225,18 +228,22 @@ class Agent(Generic[DepsT, OutputT]):
         for toolset in toolsets:
             if not isinstance(toolset, AbstractToolset):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise UserError(f"toolsets must be AbstractToolset instances, got {toolset!r}")
-        core.toolsets = list(toolsets)
-        core.capabilities = list(capabilities)
-        if core.capabilities:
+        # The core starts with empty lists of its own: copy only what was given.
+        if toolsets:
+            core.toolsets = list(toolsets)
+        if capabilities:
+            core.capabilities = list(capabilities)
             # Structural errors surface when the agent is built; a dependency may come with the run's
             # capabilities, so unknown IDs are checked again for each run.
             with contextlib.suppress(UnknownCapabilityError):
                 CapabilityRegistry(core.capabilities)
-        core.tool_policies = list(tool_policies)
+        if tool_policies:
+            core.tool_policies = list(tool_policies)
         for policy in core.tool_policies:
             if not isinstance(policy, ToolPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise UserError(f"tool_policies must be ToolPolicy instances, got {policy!r}")
-        core.hooks = check_hooks(hooks)
+        if hooks:
+            core.hooks = check_hooks(hooks)
         core.context_budget = context_budget
         core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
         if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:

@@ -79,6 +79,8 @@ class PartialTracker:
         self.text = snapshot
         if plan.text_function is not None:
             return PartialOutputEvent(snapshot)
+        if not self.run.output_validators:
+            return PartialOutputEvent(snapshot, snapshot, True)  # nothing to check: no coroutine per delta
         ok, value = await self._validated(snapshot, None)
         if not ok:
             return None

@@ -111,14 +111,16 @@ async def start_run(
     if prompt is not None and not isinstance(prompt, str):
         check_content(core.url_policy, prompt)
     _extend(run, given)
-    try:
-        if (core.dynamic_instructions or run.ext is not None) and run.deadline is not None:
-            with anyio.fail_after(max(0.0, run.deadline - anyio.current_time())):
+    # Nothing to resolve (the common case): no coroutine, no list, run.instructions stays None.
+    if _has_instructions(run, instructions):
+        try:
+            if (core.dynamic_instructions or run.ext is not None) and run.deadline is not None:
+                with anyio.fail_after(max(0.0, run.deadline - anyio.current_time())):
+                    run.instructions = await _instructions(run, instructions)
+            else:
                 run.instructions = await _instructions(run, instructions)
-        else:
-            run.instructions = await _instructions(run, instructions)
-    except TimeoutError as exc:
-        raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
+        except TimeoutError as exc:
+            raise RunTimeoutError("the run deadline passed while resolving instructions") from exc
     system: list[SystemPromptPart] = []
     if core.system_prompts and not messages:
         system = await _system_prompts(run)
@@ -243,17 +245,21 @@ async def _refresh_dynamic_prompts(run: Run, messages: list[Message]) -> None:
             messages[index] = msgspec.structs.replace(message, parts=parts)
 
 
-async def _instructions(run: Run, extra: str | Sequence[str] | None) -> str | None:
-    """The run's instructions, resolved once: the agent's, its capabilities', the run's, the output's."""
+def _has_instructions(run: Run, extra: str | Sequence[str] | None) -> bool:
+    """Whether the run has any instructions to resolve."""
     core = run.core
-    if not (
+    return bool(
         core.static_instructions
         or core.dynamic_instructions
         or run.ext
         or extra
         or run.plan.extra_instructions
-    ):
-        return None  # nothing to resolve: no list, no coroutine
+    )
+
+
+async def _instructions(run: Run, extra: str | Sequence[str] | None) -> str | None:
+    """The run's instructions, resolved once: the agent's, its capabilities', the run's, the output's."""
+    core = run.core
     items = [*core.static_instructions, *core.dynamic_instructions]
     if run.ext is not None:
         items.extend(run.ext.instruction_items())

@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import math
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Generic, Literal, TypeAlias, cast, get_origin
 
@@ -279,7 +280,7 @@ class Tool(Generic[DepsT]):
             if function is None:
                 raise ToolDefinitionError("Tool() needs a function (or external=True with a schema)")
             # An external tool may be described by a typed function that is never called here.
-            self._build(
+            self._build_once(
                 function,
                 name,
                 description,
@@ -347,6 +348,65 @@ class Tool(Generic[DepsT]):
         tool._raw = True
         tool.definition = tool._definition()
         return tool
+
+    def _build_once(
+        self,
+        function: Callable[..., Any],
+        name: str | None,
+        description: str | None,
+        takes_ctx: bool | None,
+        parameters_json_schema: dict[str, Any] | None,
+        docstring_format: DocstringFormat,
+        require_descriptions: bool,
+    ) -> None:
+        """`_build`, or what an earlier `_build` of the same function with the same options derived.
+
+        Reading the signature and deriving the argument Struct and its schema is most of the cost
+        of a tool (and of `Agent(model, tools=[fn])`): it is done once per function and options,
+        so applications that build an agent per request do not repeat it. The cached values are
+        never mutated (`replace` shares them between copies as well); a hand-written schema (a
+        dict, unhashable) is not cached.
+        """
+        key = (name, description, takes_ctx, docstring_format, require_descriptions)
+        cacheable = parameters_json_schema is None
+        built: tuple[Any, ...] | None = None
+        if cacheable:
+            try:
+                built = _BUILT.get(function, {}).get(key)
+            except TypeError:  # a callable that cannot be weakly referenced (a builtin): not cached
+                cacheable = False
+        if built is None:
+            self._build(
+                function,
+                name,
+                description,
+                takes_ctx,
+                parameters_json_schema,
+                docstring_format,
+                require_descriptions,
+            )
+            if cacheable:
+                built = (
+                    self.name,
+                    self.is_async,
+                    self.takes_ctx,
+                    self.description,
+                    self.args_type,
+                    self.parameters_json_schema,
+                    self._field_names,
+                )
+                _BUILT.setdefault(function, {})[key] = built
+            return
+        (
+            self.name,
+            self.is_async,
+            self.takes_ctx,
+            self.description,
+            self.args_type,
+            self.parameters_json_schema,
+            self._field_names,
+        ) = built
+        self._call_sync = None if self.is_async else function
 
     def _build(
         self,
@@ -592,6 +652,14 @@ class Tool(Generic[DepsT]):
         return (
             f"Tool({self.name!r}, kind={self.kind!r}, side_effect={self.side_effect!r}, risk={self.risk!r})"
         )
+
+
+# What `Tool._build` derived from each function, per naming and docstring options; an entry goes
+# with its function.
+_BUILT: weakref.WeakKeyDictionary[
+    Callable[..., Any],
+    dict[tuple[str | None, str | None, bool | None, str, bool], tuple[Any, ...]],
+] = weakref.WeakKeyDictionary()
 
 
 def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:

@@ -10,7 +10,6 @@ capture, header and text redaction, and the mapping of an error response to the 
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import http
 import math
@@ -181,6 +180,8 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 def _parse_http_date(value: str) -> float | None:
+    import email.utils  # only a `Retry-After` date needs it: ~5 ms of import saved for everyone else
+
     try:
         parsed = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -36,7 +36,6 @@ from typing import (
 )
 
 import anyio
-import httpx2
 import msgspec
 
 from .errors import (
@@ -72,6 +71,10 @@ from .sse import SseEvent, SseParser
 from .url_policy import UrlPolicy, redact_url, url_origin
 
 if TYPE_CHECKING:
+    # httpx2 is imported where a client or request is built (and in the handlers that follow),
+    # so importing a provider package does not load it.
+    import httpx2
+
     from .model import ModelCall
 
 __all__ = ["Provider", "ProviderOptions", "QueryParams", "RequestOptions", "redacts_errors"]
@@ -396,6 +399,8 @@ class Provider:
     # -- internals -------------------------------------------------------------------------------
 
     def _http_client(self) -> httpx2.AsyncClient:
+        import httpx2
+
         _redact_http_logs()
         if not self._owns_client:
             assert self._client is not None
@@ -413,6 +418,8 @@ class Provider:
         return self._client
 
     def _prepare(self, method: str, path: str, content: bytes | None, options: RequestOptions) -> _Call:
+        import httpx2
+
         headers = options.get("headers")
         params = options.get("params")
         deadline = options.get("deadline")
@@ -556,6 +563,8 @@ class _Call:
         return self.fail(ProviderTimeoutError, text)
 
     def transport_error(self, exc: httpx2.HTTPError) -> ProviderError:
+        import httpx2
+
         detail = str(exc) or type(exc).__name__
         details = {"exception": type(exc).__name__}
         if isinstance(exc, httpx2.ConnectTimeout):
@@ -604,6 +613,8 @@ class _Call:
 
     async def send(self) -> httpx2.Response:
         """Send the request and wait for the response headers within first_byte and the deadline."""
+        import httpx2
+
         if anyio.current_time() >= self.deadline:
             raise self.timeout_error("total", None)
         end, limit = self.wait_deadline("first_byte")
@@ -697,6 +708,8 @@ class _BodyReader:
 
     async def next(self) -> bytes | None:
         """The next decompressed chunk, or `None` at the (verified) end of the body."""
+        import httpx2
+
         if self._done:
             return None
         end, limit = self.call.wait_deadline("read")
@@ -715,6 +728,8 @@ class _BodyReader:
 
     async def read_all(self, limit: int) -> bytes:
         """The whole body; `ResponseTooLargeError` before buffering more than `limit` bytes."""
+        import httpx2
+
         call = self.call
         if "content-encoding" not in call.headers:
             declared = call.headers.get("content-length", "")

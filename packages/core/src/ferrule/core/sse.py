@@ -81,6 +81,57 @@ class SseParser:
         """Parse the next chunk of the body and return the events it completes (often none)."""
         if not chunk:
             return []
+        if not self._started or self._skip_lf or b"\r" in chunk:
+            return self._feed_lines(chunk)
+        events: list[SseEvent] = []
+        if self._partial:
+            # Network reads rarely end at an event boundary: finish the line the last one began
+            # (and the event, if its blank line follows), so the rest can take the block path.
+            lf = chunk.find(b"\n")
+            if lf < 0:
+                return self._feed_lines(chunk)
+            if len(self._partial) + lf > self._max_line:
+                raise self._line_too_large(len(self._partial) + lf)
+            self._partial += chunk[:lf]
+            line = bytes(self._partial)
+            self._partial.clear()
+            self._line(line, events)
+            chunk = chunk[lf + 1 :]
+            if chunk[:1] == b"\n":
+                self._dispatch(events)
+                chunk = chunk[1:]
+            if not chunk:
+                return events
+        if self._data or self._event is not None:
+            events.extend(self._feed_lines(chunk))
+        else:
+            events.extend(self._feed_blocks(chunk))
+        return events
+
+    def _feed_blocks(self, chunk: bytes) -> list[SseEvent]:
+        """`feed` for a chunk that starts at an event boundary and has only LF line breaks.
+
+        Splits it on blank lines once, in C; an event that is one `data:` line (nearly every event
+        of a model stream) is dispatched without walking its lines. Anything else goes through
+        the line parser, which also enforces the limits on anything that could exceed them.
+        """
+        events: list[SseEvent] = []
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()  # after the last blank line: the start of an unfinished event, if any
+        small = min(self._max_line, self._max_event)
+        for block in blocks:
+            if block[:5] == b"data:" and b"\n" not in block and len(block) <= small:
+                value = block[6:] if block[5:6] == b" " else block[5:]
+                events.append(SseEvent(data=value.decode("utf-8", "replace"), id=self._last_id))
+                continue
+            for line in block.split(b"\n"):
+                self._line(line, events)
+            self._line(b"", events)
+        if rest:
+            events.extend(self._feed_lines(rest))
+        return events
+
+    def _feed_lines(self, chunk: bytes) -> list[SseEvent]:
         if self._skip_lf:
             # The previous chunk ended in CR: a LF starting this chunk completes that CRLF.
             self._skip_lf = False

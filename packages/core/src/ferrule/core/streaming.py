@@ -81,6 +81,12 @@ class ResponseBuilder:
 
         `provider_details` are merged into the part's; `citations` are appended to its list.
         """
+        if key is None and delta and provider_details is None and citations is None and self._open:
+            # The next delta of the open text part: one event, no lookup (most deltas of a stream).
+            last = self._open[-1]
+            if not last.ended and isinstance(last.part, TextPart):
+                last.chunks.append(delta)
+                return [PartDeltaEvent(len(self._open) - 1, TextPartDelta(delta))]
         index = self._find(key, TextPart)
         events: list[ModelStreamEvent] = []
         if index is None:

@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import httpx2
 import msgspec
 import msgspec.structs
 
 from .errors import UrlPolicyError
 from .redaction import redact_url
+
+if TYPE_CHECKING:
+    # Imported where a URL is parsed: importing the core (and a provider package) stays cheap.
+    import httpx2
 
 __all__ = ["UrlPolicy", "redact_url", "url_origin"]
 
@@ -127,6 +130,8 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     def check(self, url: str | httpx2.URL) -> httpx2.URL:
         """Return `url` parsed, or raise `UrlPolicyError` saying why it is not allowed and how to allow it."""
+        import httpx2
+
         text = str(url)
         # Providers check the same few URLs on every request. The verdict depends only on the
         # (frozen, hashable) policy and the URL text, so allowed URLs are remembered in a bounded
@@ -143,6 +148,8 @@ class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return policy._check(text, text)
 
     def _check(self, url: str | httpx2.URL, text: str) -> httpx2.URL:
+        import httpx2
+
         try:
             parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
         except (httpx2.InvalidURL, TypeError, ValueError) as exc:
@@ -313,6 +320,8 @@ def _format_origin(
 
 def _normalize_origin(origin: str) -> str:
     """The canonical `scheme://host:port` form of an allowed origin; raises `ValueError` if it is not one."""
+    import httpx2
+
     try:
         parsed = httpx2.URL(origin)
     except (httpx2.InvalidURL, TypeError, ValueError) as exc:

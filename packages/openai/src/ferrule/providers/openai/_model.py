@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import AsyncIterator
-from typing import Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from ferrule.core.codec import CodecModel
 from ferrule.core.errors import ContentFilterError, UnsupportedFeatureError, UserError
@@ -28,7 +28,10 @@ from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, resolve_downloads
 from ._provider import OpenAICompatibleProvider, OpenAIProvider
 from .chat_codec import ChatCodec
 from .profiles import UNKNOWN, ChatDialect, ResponsesDialect
-from .responses_codec import ResponsesCodec
+
+if TYPE_CHECKING:
+    # Imported by the first Responses model's codec: a Chat Completions application never loads it.
+    from .responses_codec import ResponsesCodec
 
 __all__ = ["OpenAIChatModel", "OpenAIModelOptions", "OpenAIResponsesModel"]
 
@@ -261,6 +264,8 @@ class OpenAIResponsesModel(_OpenAIModelBase):
 
     def codec(self) -> ResponsesCodec:
         """The codec of this model's requests (its dialect, profile and provider)."""
+        from .responses_codec import ResponsesCodec
+
         return ResponsesCodec(
             model_name=self._model_name,
             dialect=self.dialect,

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar, Literal, Unpack
 
-import httpx2
 import msgspec
 
 from ferrule.core import bounded_json
@@ -58,6 +57,8 @@ class DiscoveredModel(msgspec.Struct, frozen=True, kw_only=True):
 
 def local_url_policy(base_url: str) -> UrlPolicy:
     """A URL policy that allows exactly `base_url`'s origin, for a server on this machine or network."""
+    import httpx2  # parsed on first use: importing the package does not load the HTTP client
+
     parsed = httpx2.URL(base_url)
     port = parsed.port if parsed.port is not None else (443 if parsed.scheme == "https" else 80)
     host = parsed.raw_host.decode("ascii")

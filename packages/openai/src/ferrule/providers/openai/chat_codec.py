@@ -1000,34 +1000,55 @@ class ChatStreamDecoder:
         if self._ids is None:
             seed = chunk.id if isinstance(chunk.id, str) and chunk.id else data[:4096]
             self._ids = StableIds(seed)
-        if isinstance(chunk.id, str) and chunk.id and self._response_id is None:
+        # Every field is checked for `None` first: a chunk carries few of them, and most of a
+        # stream's chunks carry only a text delta (the per-delta cost of the stream).
+        if self._response_id is None and isinstance(chunk.id, str) and chunk.id:
             self._response_id = chunk.id
-        if isinstance(chunk.model, str) and chunk.model:
-            self._reported_model = chunk.model
+        model = chunk.model
+        if model is not None and model != self._reported_model and isinstance(model, str) and model:
+            self._reported_model = model
         if self._created is None:
             self._created = chunk.created
-        if isinstance(chunk.service_tier, str):
+        if chunk.service_tier is not None and isinstance(chunk.service_tier, str):
             self._service_tier = chunk.service_tier
-        if isinstance(chunk.provider, str):
+        if chunk.provider is not None and isinstance(chunk.provider, str):
             self._upstream = chunk.provider
-        usage = map_usage(chunk.usage) or map_usage(as_dict(chunk.x_groq).get("usage"))
-        if usage is not None:
-            self._usage = usage
+        if chunk.usage is not None or chunk.x_groq is not None:
+            usage = map_usage(chunk.usage) or map_usage(as_dict(chunk.x_groq).get("usage"))
+            if usage is not None:
+                self._usage = usage
+        choices = chunk.choices
+        if not choices:
+            return []
         events: list[ModelStreamEvent] = []
-        for choice in chunk.choices or ():
-            if isinstance(choice.index, int) and choice.index != 0:
+        for choice in choices:
+            if choice.index != 0 and isinstance(choice.index, int):
                 continue  # only the first choice is decoded, as for buffered responses
             delta = choice.delta or choice.message
             if delta is not None:
                 events.extend(self._delta(delta))
-            finish = as_str(choice.finish_reason)
-            if finish is not None:
+            finish = choice.finish_reason
+            if finish is not None and isinstance(finish, str):
                 self._raw_finish = finish
         return events
 
     def _delta(self, delta: _Message) -> list[ModelStreamEvent]:
-        events: list[ModelStreamEvent] = []
         builder = self._builder
+        content = delta.content
+        if (
+            delta.reasoning_content is None
+            and delta.reasoning is None
+            and delta.reasoning_details is None
+            and delta.refusal is None
+            and delta.tool_calls is None
+            and delta.function_call is None
+        ):
+            # Only text (or nothing): most chunks of a stream.
+            if content is None:
+                return []
+            text = content if type(content) is str else _text_of(content)
+            return builder.text(text) if text else []
+        events: list[ModelStreamEvent] = []
         thinking, field = _thinking_of(delta)
         fragments = as_list(delta.reasoning_details)
         if fragments:
@@ -1039,7 +1060,7 @@ class ChatStreamDecoder:
             self._thinking_started = True
             part_id = field if thinking else None
             events.extend(builder.thinking(thinking or None, id=part_id, provider_name=self.provider_name))
-        text = _text_of(delta.content)
+        text = _text_of(content)
         if text:
             events.extend(builder.text(text))
         refusal = as_str(delta.refusal)
