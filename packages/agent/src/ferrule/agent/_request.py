@@ -62,7 +62,10 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     tracer = run.core.tracer
     span = tracer.model_span(run.model, call, run.trace_parent) if tracer is not None else None
     try:
-        if emit is None:
+        if run.durable is not None:
+            # One engine step: executed once, replayed from its record afterwards.
+            response = await run.durable.model_request(run.ctx.run_step, lambda: _send(run, call, emit))
+        elif emit is None:
             response = await request_with_retry(
                 run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
             )
@@ -88,6 +91,15 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
         hooks.fire("model_request_end", run.usage.requests, model=run.model.system, response=response)
     run.usage_limits.check_tokens(run.usage)
     return response
+
+
+async def _send(run: LoopState, call: ModelCall, emit: Emit | None) -> ModelResponse:
+    """The request of a durable step (the plain path sends it inline, without this frame)."""
+    if emit is None:
+        return await request_with_retry(
+            run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+        )
+    return await _stream(run, call, emit)
 
 
 async def _processed_history(run: LoopState) -> Sequence[Message]:
