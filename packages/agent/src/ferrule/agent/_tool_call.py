@@ -122,8 +122,9 @@ def _step(run: LoopState, durable: DurableRun, ctx: Any, c: ToolCallState, span:
         return (
             tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
         )
+    # The step of the response that made the call (right on a resumed run too).
     return durable.tool_call(
-        run.ctx.run_step,
+        run.usage.requests - 1,
         tool,
         c.part.tool_call_id,
         lambda: (

@@ -1,0 +1,101 @@
+"""A worker process running a ferrule agent as a DBOS workflow; the durable-agent tests kill and restart it.
+
+`python agent.py DATABASE_URL WORKFLOW_ID EFFECT_LOG CHAT_BASE_URL MODE` launches DBOS (which
+recovers this executor's pending runs), starts or attaches to the run `WORKFLOW_ID` of "add twice"
+against the scripted chat server, and prints `result <output>` when it completes. Tools record each
+call in EFFECT_LOG. MODE:
+
+- `run`: just run.
+- `crash-before-request-1`: SIGKILL itself when the second model request is about to start (after
+  the first tool call was checkpointed).
+- `crash-in-charge`: the non-idempotent `charge` tool SIGKILLs itself after recording its effect.
+- `pause`: print `paused <n> <call IDs>` once the run waits for approval, then wait to be killed.
+- `approve` / `deny`: decide the pending `ship` call and print the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from dbos import DBOS
+
+from ferrule.agent import Agent, Approved, Denied, Tool
+from ferrule.agent.hooks import HookEvent
+from ferrule.core.url_policy import UrlPolicy
+from ferrule.durable.dbos import DBOSAgent
+from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from tests.support.crash import record_effect
+
+URL, WORKFLOW_ID, LOG, BASE_URL, MODE = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5]
+API_KEY = os.environ["FERRULE_TEST_API_KEY"]
+ORIGIN = BASE_URL.removesuffix("/v1")
+
+DBOS(config={"name": "ferrule-agent-test", "system_database_url": URL, "log_level": "WARNING"})
+
+
+def crash() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    record_effect(LOG, f"add {a} {b}")
+    return a + b
+
+
+def charge(cents: int) -> str:
+    """Charge the customer."""
+    record_effect(LOG, f"charge {cents}")
+    if MODE == "crash-in-charge":
+        crash()
+    return "charged"
+
+
+def ship(order: str) -> str:
+    """Ship an order (needs approval)."""
+    record_effect(LOG, f"ship {order}")
+    return f"shipped {order}"
+
+
+def on_event(event: HookEvent) -> None:
+    if MODE == "crash-before-request-1" and event.kind == "model_request_start" and event.run_step == 1:
+        crash()
+
+
+provider = OpenAIProvider(api_key=API_KEY, base_url=BASE_URL, url_policy=UrlPolicy.local(ORIGIN))
+agent = Agent(
+    OpenAIChatModel("gpt-4o", provider=provider),
+    tools=[
+        Tool(add, side_effect="idempotent"),
+        Tool(charge),
+        Tool(ship, requires_approval=True),
+    ],
+    hooks=[on_event],
+)
+durable = DBOSAgent(agent, name="adder")
+
+
+async def main() -> None:
+    DBOS.launch()
+    handle = await durable.start("add twice", workflow_id=WORKFLOW_ID)
+    if MODE == "pause":
+        pending = await durable.pending(WORKFLOW_ID, wait_seconds=120)
+        assert pending is not None
+        print(f"paused {pending.pause} {' '.join(c.tool_call_id for c in pending.calls)}", flush=True)
+        await asyncio.Event().wait()
+    if MODE in ("approve", "deny"):
+        pending = await durable.pending(WORKFLOW_ID, wait_seconds=120)
+        assert pending is not None
+        decision = Approved() if MODE == "approve" else Denied(message="not today")
+        decisions = {call.tool_call_id: decision for call in pending.calls}
+        await durable.decide(WORKFLOW_ID, pending, decisions)
+        await durable.decide(WORKFLOW_ID, pending, decisions)  # a retried send is dropped
+    print(f"result {await handle.get_result()}", flush=True)
+    DBOS.destroy()
+
+
+asyncio.run(main())
