@@ -64,7 +64,7 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     try:
         if run.durable is not None:
             # One engine step: executed once, replayed from its record afterwards.
-            response = await run.durable.model_request(run.ctx.run_step, lambda: _send(run, call, emit))
+            response = await run.durable.model_request(run.ctx.run_step, call, lambda: _send(run, call, emit))
         elif emit is None:
             response = await request_with_retry(
                 run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline

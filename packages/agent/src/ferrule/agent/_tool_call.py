@@ -126,7 +126,7 @@ def _step(run: LoopState, durable: DurableRun, ctx: Any, c: ToolCallState, span:
     return durable.tool_call(
         run.usage.requests - 1,
         tool,
-        c.part.tool_call_id,
+        c.part,
         lambda: (
             tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
         ),

@@ -40,10 +40,12 @@ from ferrule.core.messages import (
     ImageUrl,
     ModelResponse,
     TextContent,
+    ToolCallPart,
     UploadedFile,
     UserContent,
     VideoUrl,
 )
+from ferrule.core.model import ModelCall
 
 from ._errors import ModelRetry
 from ._tools import Origin, SideEffect, Tool, ToolReturn
@@ -70,6 +72,7 @@ __all__ = [
     "current",
     "decode_response",
     "encode_response",
+    "tool_step",
     "unknown_outcome",
 ]
 
@@ -142,6 +145,12 @@ class Step(msgspec.Struct, frozen=True):
     """The tool's name (tool and MCP calls)."""
     side_effect: SideEffect = "read_only"
     """What the call does to the world; a runner must not repeat a started `non_idempotent` call."""
+    call: ModelCall | None = None
+    """The model call (model requests), for engines that run the step in another process."""
+    tool_call_id: str | None = None
+    """The call's ID (tool and MCP calls)."""
+    args: str | dict[str, Any] | None = None
+    """The arguments as the model sent them (tool and MCP calls), validated again where they run."""
 
 
 class StepRunner(Protocol):
@@ -168,33 +177,31 @@ class DurableRun:
         """The engine adapter."""
 
     async def model_request(
-        self, step: int, execute: Callable[[], Awaitable[ModelResponse]]
+        self, step: int, call: ModelCall, execute: Callable[[], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         """One model request as a step: executed once, its response replayed afterwards."""
 
         async def run() -> str:
             return encode_response(await execute())
 
-        recorded = await self.runner.run_step(
-            Step(self.binding.step_id(step, "model_request"), "model_request"), run
-        )
-        return decode_response(recorded)
+        step_info = Step(self.binding.step_id(step, "model_request"), "model_request", call=call)
+        return decode_response(await self.runner.run_step(step_info, run))
 
     async def tool_call(
-        self, step: int, tool: Tool[Any], tool_call_id: str, execute: Callable[[], Awaitable[Any]]
+        self, step: int, tool: Tool[Any], part: ToolCallPart, execute: Callable[[], Awaitable[Any]]
     ) -> Any:
         """One tool call as a step: its value (or its retry prompt) recorded and replayed."""
         kind: StepKind = "mcp_request" if tool.origin == "mcp" else "tool_call"
-        step_info = Step(self.binding.step_id(step, kind, tool_call_id), kind, tool.name, tool.side_effect)
-
-        async def run() -> str:
-            try:
-                value = await execute()
-            except ModelRetry as retry:
-                return msgspec.json.encode(_Record(retry=retry.message)).decode()
-            return _encode_value(tool.name, value)
-
-        return _decode_value(tool.name, await self.runner.run_step(step_info, run))
+        step_info = Step(
+            self.binding.step_id(step, kind, part.tool_call_id),
+            kind,
+            tool.name,
+            tool.side_effect,
+            tool_call_id=part.tool_call_id,
+            args=part.args,
+        )
+        recorded = await self.runner.run_step(step_info, lambda: tool_step(tool.name, execute))
+        return _decode_value(tool.name, recorded)
 
 
 _CURRENT: contextvars.ContextVar[DurableRun | None] = contextvars.ContextVar(
@@ -242,6 +249,15 @@ class _Record(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
 _RECORD = msgspec.json.Decoder(_Record)
 _RESPONSE = msgspec.json.Decoder(ModelResponse)
 _RICH = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile, CachePoint, TextContent)
+
+
+async def tool_step(tool_name: str, execute: Callable[[], Awaitable[Any]]) -> str:
+    """Run one tool call and return the JSON record its step keeps (its value or retry prompt)."""
+    try:
+        value = await execute()
+    except ModelRetry as retry:
+        return msgspec.json.encode(_Record(retry=retry.message)).decode()
+    return _encode_value(tool_name, value)
 
 
 def unknown_outcome() -> str:
