@@ -4,13 +4,14 @@ against the scripted chat server is SIGKILLed and restarted; nothing that comple
 from __future__ import annotations
 
 import base64
+import contextlib
 import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy
 
-from ferrule.agent import Agent
+from ferrule.agent import Agent, Approved, DeferredCall
 from ferrule.agent.durable import DurableError
 from ferrule.agent.testing import TestModel
 from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval
@@ -63,10 +64,8 @@ def stored_text(database: DatabaseUrl) -> str:
     for value in values:
         texts.append(repr(value))
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 texts.append(base64.b64decode(value, validate=True).decode("utf-8", "replace"))
-            except ValueError:
-                pass
     return "\n".join(texts)
 
 
@@ -82,7 +81,8 @@ def test_killed_after_the_first_tool_call_resumes_without_repeats(
     assert server.authorizations == [f"Bearer {API_KEY}"] * 3
     # No secret in persisted state: the key reached the server, but no row holds it.
     text = stored_text(database)
-    assert "add twice" in text and "The sums are" in text
+    assert "add twice" in text
+    assert "The sums are" in text
     assert API_KEY not in text
     if database.kind == "sqlite":
         assert API_KEY.encode() not in Path(database.url.removeprefix("sqlite:///")).read_bytes()
@@ -132,15 +132,12 @@ def test_an_approval_waits_across_a_restart_and_is_applied_once(
     assert ("not today" in text) == (decision == "deny")
 
 
-def test_decisions_must_match_the_pending_calls() -> None:
-    from ferrule.agent import Approved, DeferredCall
-
+@pytest.mark.anyio
+async def test_decisions_must_match_the_pending_calls() -> None:
     durable = DBOSAgent(Agent(TestModel()), name="checks")
     pending = PendingApproval(0, [DeferredCall(tool_call_id="c1", tool_name="ship")])
     with pytest.raises(DurableError, match=r"exactly the calls \['c1'\]; got \['c2'\]"):
-        import anyio
-
-        anyio.run(durable.decide, "wf", pending, {"c2": Approved()})
+        await durable.decide("wf", pending, {"c2": Approved()})
 
 
 def test_a_name_is_required() -> None:
