@@ -14,7 +14,7 @@ import sqlalchemy
 from ferrule.agent import Agent, Approved, DeferredCall
 from ferrule.agent.durable import DurableError
 from ferrule.agent.testing import TestModel
-from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval
+from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval, database_url
 from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
 from tests.support.crash import Worker, effects
 
@@ -122,6 +122,10 @@ def test_an_approval_waits_across_a_restart_and_is_applied_once(
     server = chat_server([Turn(tool_calls=[("ship", {"order": "A-7"})]), Turn(text="Done.")])
     first = worker(database, server, tmp_path, "pause")
     assert first.wait_for("paused ") == "paused 0 call_0_0"
+    assert (
+        "suspended: run 'run-1' waits for the decisions of pause 0 (ship); send them with decide()"
+        in first.lines
+    )
     first.kill()
     assert effects(tmp_path / "effects.log") == []
     assert "result Done." in finished(database, server, tmp_path, decision)
@@ -130,6 +134,13 @@ def test_an_approval_waits_across_a_restart_and_is_applied_once(
     assert dict(server.served) == {0: 1, 1: 1}
     text = stored_text(database)
     assert ("not today" in text) == (decision == "deny")
+
+
+def test_a_failed_run_reports_its_persisted_failure(chat_server: StartChatServer, tmp_path: Path) -> None:
+    server = chat_server([Turn(tool_calls=[("explode", {})])])
+    lines = finished(database_url(tmp_path / "dbos.sqlite"), server, tmp_path, "fail")
+    assert "failed: run 'run-1' ended with an error (RuntimeError); it will not resume" in lines
+    assert not any("sk-not-repeated" in line for line in lines)
 
 
 @pytest.mark.anyio

@@ -11,11 +11,13 @@ call in EFFECT_LOG. MODE:
 - `crash-in-charge`: the non-idempotent `charge` tool SIGKILLs itself after recording its effect.
 - `pause`: print `paused <n> <call IDs>` once the run waits for approval, then wait to be killed.
 - `approve` / `deny`: decide the pending `ship` call and print the result.
+- `fail`: wait for the run to fail (its `explode` tool raises) and print `result()`'s error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 from dbos import DBOS
 
 from ferrule.agent import Agent, Approved, Denied, Tool
+from ferrule.agent.durable import PersistedFailureError, PersistedSuspensionError
 from ferrule.agent.hooks import HookEvent
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.durable.dbos import DBOSAgent
@@ -61,6 +64,11 @@ def ship(order: str) -> str:
     return f"shipped {order}"
 
 
+def explode() -> str:
+    """A tool that fails."""
+    raise RuntimeError("boom with sk-not-repeated")
+
+
 def on_event(event: HookEvent) -> None:
     if MODE == "crash-before-request-1" and event.kind == "model_request_start" and event.run_step == 1:
         crash()
@@ -73,6 +81,7 @@ agent = Agent(
         Tool(add, side_effect="idempotent"),
         Tool(charge),
         Tool(ship, requires_approval=True),
+        Tool(explode, side_effect="read_only"),
     ],
     hooks=[on_event],
 )
@@ -85,8 +94,20 @@ async def main() -> None:
     if MODE == "pause":
         pending = await durable.pending(WORKFLOW_ID, wait_seconds=120)
         assert pending is not None
+        try:
+            await durable.result(WORKFLOW_ID)
+        except PersistedSuspensionError as exc:
+            print(f"suspended: {exc}", flush=True)
         print(f"paused {pending.pause} {' '.join(c.tool_call_id for c in pending.calls)}", flush=True)
         await asyncio.Event().wait()
+    if MODE == "fail":
+        with contextlib.suppress(RuntimeError):
+            await handle.get_result()
+        try:
+            await durable.result(WORKFLOW_ID)
+        except PersistedFailureError as exc:
+            print(f"failed: {exc}", flush=True)
+        os._exit(0)
     if MODE in ("approve", "deny"):
         pending = await durable.pending(WORKFLOW_ID, wait_seconds=120)
         assert pending is not None
@@ -95,7 +116,8 @@ async def main() -> None:
         await durable.decide(WORKFLOW_ID, pending, decisions)
         await durable.decide(WORKFLOW_ID, pending, decisions)  # a retried send is dropped
     print(f"result {await handle.get_result()}", flush=True)
-    DBOS.destroy()
+    sys.stdout.flush()
+    os._exit(0)  # DBOS.destroy() would only add a second to every test
 
 
 asyncio.run(main())

@@ -15,6 +15,8 @@ from ferrule.agent.durable import (
     PROCESS_TOKEN,
     Binding,
     DurableError,
+    PersistedFailureError,
+    PersistedSuspensionError,
     RuntimeMismatchError,
     Step,
     bind,
@@ -149,6 +151,32 @@ class DBOSAgent(Generic[DepsT, OutputT]):
         """Run to the end (waiting out any approval pause) and return the output."""
         handle = await self.start(prompt, workflow_id=workflow_id)
         return await handle.get_result()
+
+    async def result(self, workflow_id: str) -> OutputT:
+        """The output of a finished run, without waiting.
+
+        Raises `PersistedSuspensionError` when the run waits for decisions, `PersistedFailureError`
+        when it ended with an error (its type is named, its message is not repeated), and
+        `DurableError` when there is no such run or it is still running.
+        """
+        status = await DBOS.get_workflow_status_async(workflow_id)
+        if status is None:
+            raise DurableError(f"there is no run {workflow_id!r} in this database")
+        if status.status == "SUCCESS":
+            handle: WorkflowHandleAsync[OutputT] = await DBOS.retrieve_workflow_async(workflow_id)
+            return await handle.get_result()
+        if status.status == "ERROR" or status.status == "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
+            kind = type(status.error).__name__ if status.error is not None else status.status
+            raise PersistedFailureError(
+                f"run {workflow_id!r} ended with an error ({kind}); it will not resume"
+            )
+        pending = await self.pending(workflow_id, wait_seconds=0)
+        if pending is not None and status.status == "PENDING":
+            raise PersistedSuspensionError(
+                f"run {workflow_id!r} waits for the decisions of pause {pending.pause} "
+                f"({', '.join(c.tool_name for c in pending.calls)}); send them with decide()"
+            )
+        raise DurableError(f"run {workflow_id!r} has no output yet (status {status.status})")
 
     async def pending(self, workflow_id: str, *, wait_seconds: float = 60.0) -> PendingApproval | None:
         """The run's latest pause (`None` if it has not paused within `wait_seconds`)."""
