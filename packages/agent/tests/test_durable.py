@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,52 +14,17 @@ from ferrule.agent.durable import (
     DurableError,
     InvalidDurableRecordError,
     MemoryStreamCheckpointStore,
-    Step,
     bind,
     current,
-    unknown_outcome,
 )
 from ferrule.agent.exceptions import ToolDefinitionError
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.errors import FerruleError
 from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from tests.support.durable_engine import Crash, Engine
 from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio
-
-
-class Crash(BaseException):
-    """The process dies here (nothing after it runs, nothing is recorded)."""
-
-
-class Engine:
-    """An engine double: records each step's JSON once; a `crash_at` step dies before or after running."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, str] = {}
-        self.started: set[str] = set()
-        self.executed: list[str] = []
-        self.crash_at: tuple[str, str] | None = None  # (step ID prefix, "before" | "inside" | "after")
-
-    async def run_step(self, step: Step, execute: Callable[[], Awaitable[str]]) -> str:
-        if step.id in self.records:
-            return self.records[step.id]
-        if step.side_effect == "non_idempotent":
-            if step.id in self.started:
-                return unknown_outcome()
-            self.started.add(step.id)
-        crash = self.crash_at if self.crash_at and step.id.startswith(self.crash_at[0]) else None
-        if crash and crash[1] == "before":
-            raise Crash
-        self.executed.append(step.id)
-        if crash and crash[1] == "inside":
-            await execute()
-            raise Crash
-        recorded = await execute()
-        if crash and crash[1] == "after":
-            raise Crash
-        self.records[step.id] = recorded
-        return recorded
 
 
 def three_steps(log: list[str]) -> tuple[FunctionModel, list[int], Tool[Any]]:
