@@ -277,3 +277,40 @@ async def test_deliver_event_runs_a_side_effect_once_per_key() -> None:
     again = CheckpointedStreamSink(ignore, store, "c")
     assert not await again.deliver_event("order-1/mail", send)
     assert sent == ["mail"]
+
+
+async def test_a_replayed_stream_delivers_each_committed_event_once() -> None:
+    log: list[str] = []
+    model, _, tool = three_steps(log)
+    agent = Agent(model, tools=[tool])
+
+    def describe(event: Any) -> str:  # without timestamps
+        delta = getattr(event, "delta", None)
+        return f"{type(event).__name__} {getattr(delta, 'content_delta', '')}"
+
+    reference: list[str] = []
+
+    async def plain(event: Any) -> None:
+        reference.append(describe(event))
+
+    await agent.run("go", event_handler=plain)
+    log.clear()
+    delivered: list[str] = []
+
+    async def sink(event: Any) -> None:
+        delivered.append(describe(event))
+
+    store = MemoryStreamCheckpointStore()
+    engine = Engine()
+    engine.crash_at = ("step.1.model_request", "inside")
+    with bind(Binding("s-1"), engine), pytest.raises(Crash):
+        await agent.run("go", event_handler=CheckpointedStreamSink(sink, store, "s-1"))
+    before = len(delivered)
+    assert 0 < before < len(reference)
+    engine.crash_at = None
+    with bind(Binding("s-1"), engine):
+        await agent.run("go", event_handler=CheckpointedStreamSink(sink, store, "s-1"))
+    # Step 0's events are replayed from its record and skipped; the interrupted step 1 streams
+    # again from its start, and only its events not committed before the crash are delivered.
+    assert delivered == reference
+    assert log == ["lookup 0", "lookup 1"]

@@ -8,12 +8,19 @@ provider-facing view (never to the run's history), checks every content URL, the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import cast
+from typing import Any, cast
 
 from ferrule.core.messages import Message, ModelResponse
-from ferrule.core.model import ModelCall, ResponseCompleted
+from ferrule.core.model import (
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+)
 from ferrule.core.retry import request_with_retry, stream_with_retry
 
 from ._errors import UnknownCostError
@@ -22,6 +29,7 @@ from ._ext import RunExt
 from ._partial_output import PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
+from .durable import DurableRun
 
 __all__ = ["request"]
 
@@ -64,7 +72,7 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     try:
         if run.durable is not None:
             # One engine step: executed once, replayed from its record afterwards.
-            response = await run.durable.model_request(run.ctx.run_step, call, lambda: _send(run, call, emit))
+            response = await _durable(run, run.durable, call, emit)
         elif emit is None:
             response = await request_with_retry(
                 run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
@@ -93,13 +101,40 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     return response
 
 
-async def _send(run: LoopState, call: ModelCall, emit: Emit | None) -> ModelResponse:
-    """The request of a durable step (the plain path sends it inline, without this frame)."""
+async def _durable(run: LoopState, durable: DurableRun, call: ModelCall, emit: Emit | None) -> ModelResponse:
+    """The request as one engine step; a streamed step records its events, and replays them."""
     if emit is None:
-        return await request_with_retry(
-            run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+        return await durable.model_request(
+            run.ctx.run_step,
+            call,
+            lambda events: request_with_retry(
+                run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+            ),
         )
-    return await _stream(run, call, emit)
+    listener = emit
+
+    async def live(events: list[ModelStreamEvent]) -> ModelResponse:
+        async def collect(event: Any) -> None:
+            if isinstance(event, (PartStartEvent, PartDeltaEvent, PartEndEvent)):
+                events.append(event)
+            await listener(event)
+
+        return await _stream(run, call, collect)
+
+    async def replay(response: ModelResponse, events: Sequence[ModelStreamEvent]) -> None:
+        # The same events in the same order as the first time, so a CheckpointedStreamSink's
+        # ordinals still name them.
+        await _stream(run, call, listener, _recorded(response, events))
+
+    return await durable.model_request(run.ctx.run_step, call, live, replay)
+
+
+async def _recorded(
+    response: ModelResponse, events: Sequence[ModelStreamEvent]
+) -> AsyncGenerator[ModelStreamEvent]:
+    for event in events:
+        yield event
+    yield ResponseCompleted(response)
 
 
 async def _processed_history(run: LoopState) -> Sequence[Message]:
@@ -113,12 +148,21 @@ async def _processed_history(run: LoopState) -> Sequence[Message]:
     return view
 
 
-async def _stream(run: LoopState, call: ModelCall, emit: Emit) -> ModelResponse:
-    """The streamed request: every event to `emit`, each followed by the partial output it makes."""
+async def _stream(
+    run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[ModelStreamEvent] | None = None
+) -> ModelResponse:
+    """The streamed request: every event to `emit`, each followed by the partial output it makes.
+
+    `source` replays recorded events instead of sending the request.
+    """
     tracker = PartialTracker(run)
     response: ModelResponse | None = None
-    stream = stream_with_retry(
-        run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+    stream = (
+        stream_with_retry(
+            run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+        )
+        if source is None
+        else source
     )
     async with aclosing(stream):
         async for event in stream:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import os
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -45,7 +45,7 @@ from ferrule.core.messages import (
     UserContent,
     VideoUrl,
 )
-from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelCall, ModelStreamEvent
 
 from ._errors import ModelRetry
 from ._tools import Origin, SideEffect, Tool, ToolReturn
@@ -177,15 +177,31 @@ class DurableRun:
         """The engine adapter."""
 
     async def model_request(
-        self, step: int, call: ModelCall, execute: Callable[[], Awaitable[ModelResponse]]
+        self,
+        step: int,
+        call: ModelCall,
+        execute: Callable[[list[ModelStreamEvent]], Awaitable[ModelResponse]],
+        replay: Callable[[ModelResponse, Sequence[ModelStreamEvent]], Awaitable[None]] | None = None,
     ) -> ModelResponse:
-        """One model request as a step: executed once, its response replayed afterwards."""
+        """One model request as a step: executed once, its response replayed afterwards.
+
+        `execute` may collect the stream events it delivered in the list it gets; they are
+        recorded with the response and handed to `replay` when the step is replayed.
+        """
+        executed = False
 
         async def run() -> str:
-            return encode_response(await execute())
+            nonlocal executed
+            executed = True
+            events: list[ModelStreamEvent] = []
+            response = await execute(events)
+            return msgspec.json.encode(_ModelRecord(response, events or None)).decode()
 
         step_info = Step(self.binding.step_id(step, "model_request"), "model_request", call=call)
-        return decode_response(await self.runner.run_step(step_info, run))
+        record = _decode_model(await self.runner.run_step(step_info, run))
+        if not executed and replay is not None:
+            await replay(record.response, record.events or ())
+        return record.response
 
     async def tool_call(
         self, step: int, tool: Tool[Any], part: ToolCallPart, execute: Callable[[], Awaitable[Any]]
@@ -228,6 +244,13 @@ def bind(binding: Binding, runner: StepRunner) -> Generator[DurableRun]:
 # --- records -----------------------------------------------------------------------------------------
 
 
+class _ModelRecord(msgspec.Struct, omit_defaults=True):
+    """What one model request step records: the response, and the stream events it delivered."""
+
+    response: ModelResponse
+    events: list[ModelStreamEvent] | None = None
+
+
 class _Return(msgspec.Struct, omit_defaults=True):
     """A recorded `ToolReturn`."""
 
@@ -247,7 +270,7 @@ class _Record(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
 
 
 _RECORD = msgspec.json.Decoder(_Record)
-_RESPONSE = msgspec.json.Decoder(ModelResponse)
+_MODEL_RECORD = msgspec.json.Decoder(_ModelRecord)
 _RICH = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile, CachePoint, TextContent)
 
 
@@ -266,14 +289,18 @@ def unknown_outcome() -> str:
 
 
 def encode_response(response: ModelResponse) -> str:
-    """A model response as the JSON a step records."""
-    return msgspec.json.encode(response).decode()
+    """A model response as the JSON record a model request step keeps (an engine's activity result)."""
+    return msgspec.json.encode(_ModelRecord(response)).decode()
 
 
 def decode_response(recorded: str | bytes) -> ModelResponse:
-    """A recorded model response; `InvalidDurableRecordError` when it is not one."""
+    """The response of a model request step's record; `InvalidDurableRecordError` when it is not one."""
+    return _decode_model(recorded).response
+
+
+def _decode_model(recorded: str | bytes) -> _ModelRecord:
     try:
-        return _RESPONSE.decode(recorded)
+        return _MODEL_RECORD.decode(recorded)
     except msgspec.DecodeError as exc:
         raise InvalidDurableRecordError(
             f"a recorded model response could not be read ({exc}); the record was written by an "
