@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import time
 import uuid
 from pathlib import Path
 
@@ -99,6 +100,33 @@ def test_killed_during_a_model_request_repeats_only_that_request(
     assert "result The sums are 3 and 7." in finished(database, server, tmp_path)
     assert dict(server.served) == {0: 1, 1: 2, 2: 1}, "the interrupted request is repeated, nothing else"
     assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"]
+
+
+def test_killed_during_a_stream_delivers_no_committed_event_twice(
+    database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # The final answer's stream stops after its first words; the worker dies there.
+    server = chat_server(THREE_STEPS, hold=Hold(turn=2, after_events=3))
+    first = worker(database, server, tmp_path, "stream")
+    assert server.holding.wait(timeout=120), "the third request should have been held mid-stream"
+    events_log = tmp_path / "events.log"
+    deadline = time.monotonic() + 120  # a safety net while the worker delivers what it received
+    while (
+        not any("content_delta='The'" in line for line in effects(events_log)) and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    first.kill()
+    delivered_before = effects(tmp_path / "events.log")
+    assert any("content_delta='The'" in line for line in delivered_before), "some text was delivered"
+    assert "result The sums are 3 and 7." in finished(database, server, tmp_path, "stream")
+    assert dict(server.served) == {0: 1, 1: 1, 2: 2}
+    assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"]
+    events = effects(tmp_path / "events.log")
+    assert events[: len(delivered_before)] == delivered_before
+    assert len(set(events)) == len(events), f"an event was delivered twice: {events}"
+    commits = [int(line.split(" ")[1]) for line in effects(tmp_path / "commits.log")]
+    assert commits == list(range(len(events))), "every ordinal committed once, in order"
+    assert "completed ['The sums are 3 and 7.']" in events
 
 
 def test_a_non_idempotent_call_interrupted_by_a_crash_is_unknown_and_not_retried(

@@ -99,6 +99,7 @@ class DBOSAgent(Generic[DepsT, OutputT]):
         deps: DepsT = None,
         step_namespace: str = "",
         approval_poll_seconds: float = 86_400.0,
+        event_handler: Callable[[str, int], Callable[[Any], Awaitable[None]]] | None = None,
     ) -> None:
         if not name or not name.replace("-", "_").replace(".", "_").isidentifier():
             raise DurableError(f"a DBOSAgent needs a name of letters, digits, '_', '-' or '.'; got {name!r}")
@@ -112,6 +113,11 @@ class DBOSAgent(Generic[DepsT, OutputT]):
         """Prefix of the run's step IDs (`graph.<node-id>` for a graph agent node)."""
         self.approval_poll_seconds = approval_poll_seconds
         """How long one durable wait for decisions lasts before it waits again."""
+        self.event_handler = event_handler
+        """`event_handler(workflow_id, segment)` gives the run's event handler (the run then streams);
+        `segment` counts the approval resumes before it. Replayed requests deliver their recorded
+        events again, in order: wrap the handler in a `CheckpointedStreamSink` (checkpoint ID
+        `f"{workflow_id}/{segment}"`) to deliver each event once."""
 
         async def workflow(prompt: str) -> OutputT:
             return await self._body(prompt)
@@ -123,8 +129,10 @@ class DBOSAgent(Generic[DepsT, OutputT]):
     async def _body(self, prompt: str) -> OutputT:
         workflow_id = DBOS.workflow_id
         assert workflow_id is not None  # DBOS runs this only as a workflow
+        factory = self.event_handler
         with bind(Binding(workflow_id, self.step_namespace), _STEPS):
-            outcome = await self.agent.run_until_pause(prompt, deps=self.deps)
+            handler = None if factory is None else factory(workflow_id, 0)
+            outcome = await self.agent.run_until_pause(prompt, deps=self.deps, event_handler=handler)
             pause = 0
             while isinstance(outcome, Paused):
                 pending = PendingApproval(pause, outcome.pending)
@@ -134,8 +142,9 @@ class DBOSAgent(Generic[DepsT, OutputT]):
                     decisions = await DBOS.recv_async(
                         _topic(pause), timeout_seconds=self.approval_poll_seconds
                     )
-                outcome = await self.agent.resume(outcome, decisions, deps=self.deps)
                 pause += 1
+                handler = None if factory is None else factory(workflow_id, pause)
+                outcome = await self.agent.resume(outcome, decisions, deps=self.deps, event_handler=handler)
             return outcome.output
 
     async def start(self, prompt: str, *, workflow_id: str | None = None) -> WorkflowHandleAsync[OutputT]:
