@@ -136,9 +136,11 @@ def _prototype(name: str) -> Tool[Any]:
     tool = _prototypes.get(name)
     if tool is None:
         if name == LOAD_CAPABILITY_NAME:
-            tool = Tool(load_capability, sequential=True, side_effect="idempotent", max_retries=3)
+            tool = Tool(
+                load_capability, sequential=True, side_effect="idempotent", max_retries=3, origin="workflow"
+            )
         else:
-            tool = Tool(tool_search, side_effect="read_only", max_retries=3)
+            tool = Tool(tool_search, side_effect="read_only", max_retries=3, origin="workflow")
         _prototypes[name] = tool
     return tool
 

@@ -8,12 +8,19 @@ provider-facing view (never to the run's history), checks every content URL, the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import cast
+from typing import Any, cast
 
 from ferrule.core.messages import Message, ModelResponse
-from ferrule.core.model import ModelCall, ResponseCompleted
+from ferrule.core.model import (
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+)
 from ferrule.core.retry import request_with_retry, stream_with_retry
 
 from ._errors import UnknownCostError
@@ -22,6 +29,7 @@ from ._ext import RunExt
 from ._partial_output import PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
+from .durable import DurableRun
 
 __all__ = ["request"]
 
@@ -62,7 +70,10 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     tracer = run.core.tracer
     span = tracer.model_span(run.model, call, run.trace_parent) if tracer is not None else None
     try:
-        if emit is None:
+        if run.durable is not None:
+            # One engine step: executed once, replayed from its record afterwards.
+            response = await _durable(run, run.durable, call, emit)
+        elif emit is None:
             response = await request_with_retry(
                 run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
             )
@@ -90,6 +101,42 @@ async def request(run: LoopState, ext: RunExt | None, emit: Emit | None) -> Mode
     return response
 
 
+async def _durable(run: LoopState, durable: DurableRun, call: ModelCall, emit: Emit | None) -> ModelResponse:
+    """The request as one engine step; a streamed step records its events, and replays them."""
+    if emit is None:
+        return await durable.model_request(
+            run.ctx.run_step,
+            call,
+            lambda events: request_with_retry(
+                run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+            ),
+        )
+    listener = emit
+
+    async def live(events: list[ModelStreamEvent]) -> ModelResponse:
+        async def collect(event: Any) -> None:
+            if isinstance(event, (PartStartEvent, PartDeltaEvent, PartEndEvent)):
+                events.append(event)
+            await listener(event)
+
+        return await _stream(run, call, collect)
+
+    async def replay(response: ModelResponse, events: Sequence[ModelStreamEvent]) -> None:
+        # The same events in the same order as the first time, so a CheckpointedStreamSink's
+        # ordinals still name them.
+        await _stream(run, call, listener, _recorded(response, events))
+
+    return await durable.model_request(run.ctx.run_step, call, live, replay)
+
+
+async def _recorded(
+    response: ModelResponse, events: Sequence[ModelStreamEvent]
+) -> AsyncGenerator[ModelStreamEvent]:
+    for event in events:
+        yield event
+    yield ResponseCompleted(response)
+
+
 async def _processed_history(run: LoopState) -> Sequence[Message]:
     view: Sequence[Message] = HistoryView(run.messages, len(run.messages))
     for processor, takes_ctx, is_async in run.history_processors:
@@ -101,12 +148,21 @@ async def _processed_history(run: LoopState) -> Sequence[Message]:
     return view
 
 
-async def _stream(run: LoopState, call: ModelCall, emit: Emit) -> ModelResponse:
-    """The streamed request: every event to `emit`, each followed by the partial output it makes."""
+async def _stream(
+    run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[ModelStreamEvent] | None = None
+) -> ModelResponse:
+    """The streamed request: every event to `emit`, each followed by the partial output it makes.
+
+    `source` replays recorded events instead of sending the request.
+    """
     tracker = PartialTracker(run)
     response: ModelResponse | None = None
-    stream = stream_with_retry(
-        run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+    stream = (
+        stream_with_retry(
+            run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
+        )
+        if source is None
+        else source
     )
     async with aclosing(stream):
         async for event in stream:

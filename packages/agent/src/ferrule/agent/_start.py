@@ -31,6 +31,7 @@ from ._state import copy_usage
 from ._url_check import check_content, check_message
 from ._util import instruction_texts, merged_settings
 from .correlation import RunCorrelation
+from .durable import current as durable_run
 from .pricing import Pricing
 
 __all__ = ["RunSettings", "resume_run", "start_run"]
@@ -89,7 +90,9 @@ async def start_run(
     messages: list[Message] = list(message_history) if message_history else []
     if prompt is None and not (messages and isinstance(messages[-1], ModelRequest)):
         raise UserError("give a user prompt, or a message_history that ends with a request")
-    run_id = new_run_id()
+    bound = durable_run()
+    # A durable run keeps its binding's ID, so that a replay sees the same run.
+    run_id = new_run_id() if bound is None else bound.binding.run_id
     run = Run(
         core,
         model=model,

@@ -31,6 +31,8 @@ from ._tools import Tool
 from ._url_check import UrlCheck
 from ._util import Callback
 from .correlation import RunCorrelation
+from .durable import DurableRun
+from .durable import current as durable_run
 from .hooks import HookDispatcher
 from .policies import PolicyStages
 from .pricing import Pricing, RunCost
@@ -98,6 +100,7 @@ class LoopState:
         "ctx",
         "deadline",
         "decisions",
+        "durable",
         "history_processors",
         "hooks",
         "instructions",
@@ -202,6 +205,8 @@ class LoopState:
         self.pricing: Pricing | None = None
         self.cost: RunCost | None = None
         self.url_check = UrlCheck(core.url_policy)
+        self.durable: DurableRun | None = durable_run()
+        """The engine this run's steps go through (`ferrule.agent.durable.bind`); `None`: not durable."""
         if core.pricing is not None:
             self.enable_pricing(core.pricing)
 

@@ -33,6 +33,7 @@ from ._foreign import enc_hook
 from ._state import Emit, LoopState
 from ._tools import ToolLimits, ToolReturn
 from ._url_check import check_content
+from .durable import DurableRun, OutcomeUnknown
 from .policies import PolicyStages
 
 __all__ = ["execute_call"]
@@ -65,9 +66,14 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
     c.started = True
     threads = run.core.threads
     try:
-        called = (
-            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
-        )
+        if run.durable is None:
+            called = (
+                tool.call(ctx, c.args, threads=threads)
+                if span is None
+                else span.call(tool, ctx, c.args, threads)
+            )
+        else:
+            called = _step(run, run.durable, ctx, c, span)
         timeout = c.limits.timeout if c.limits is not None else None
         # The common case has no timeout: no timer to set, no scope to enter.
         value = await called if timeout is None else await _within(run, c, called, timeout)
@@ -83,6 +89,8 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
         )
         if span is not None:
             span.finish_error("retry")
+    except OutcomeUnknown:
+        c.result = _unknown(run, c, "was running when the process running it stopped", span)
     except BaseException as exc:
         if isinstance(exc, Exception):
             c.result = ToolReturnPart(
@@ -108,6 +116,26 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
 
 
 _TIMED_OUT: Any = object()
+
+
+def _step(run: LoopState, durable: DurableRun, ctx: Any, c: ToolCallState, span: Any) -> Awaitable[Any]:
+    """The call as one engine step; workflow-origin tools are deterministic and run inline instead."""
+    tool = c.tool
+    assert tool is not None
+    threads = run.core.threads
+    if tool.origin == "workflow":
+        return (
+            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
+        )
+    # The step of the response that made the call (right on a resumed run too).
+    return durable.tool_call(
+        run.usage.requests - 1,
+        tool,
+        c.part,
+        lambda: (
+            tool.call(ctx, c.args, threads=threads) if span is None else span.call(tool, ctx, c.args, threads)
+        ),
+    )
 
 
 async def _refused(policies: PolicyStages, ctx: Any, c: ToolCallState, emit: Emit | None) -> bool:
@@ -142,23 +170,30 @@ def _timed_out(run: LoopState, c: ToolCallState, timeout: float) -> ToolReturnPa
     assert tool is not None
     name = c.part.tool_name
     if tool.side_effect == "non_idempotent":
-        run.unknown_outcomes.append(c.part)
-        return ToolReturnPart(
-            tool_name=name,
-            content=(
-                f"Tool {name!r} timed out after {timeout:g} seconds while running. Its outcome is unknown: it may "
-                "or may not have taken effect. Do not assume it succeeded, and do not call it again without "
-                "checking its effect first."
-            ),
-            tool_call_id=c.part.tool_call_id,
-            outcome="interrupted",
-            metadata={"ferrule_outcome": "unknown"},
-        )
+        return _unknown(run, c, f"timed out after {timeout:g} seconds while running")
     c.failed = True
     return RetryPromptPart(
         content=f"Tool {name!r} timed out after {timeout:g} seconds; you may call it again.",
         tool_name=name,
         tool_call_id=c.part.tool_call_id,
+    )
+
+
+def _unknown(run: LoopState, c: ToolCallState, what: str, span: Any = None) -> ToolReturnPart:
+    """The result of a non-idempotent call whose outcome is unknown; it is never run again."""
+    if span is not None:
+        span.finish_error("unknown")
+    name = c.part.tool_name
+    run.unknown_outcomes.append(c.part)
+    return ToolReturnPart(
+        tool_name=name,
+        content=(
+            f"Tool {name!r} {what}. Its outcome is unknown: it may or may not have taken effect. Do not "
+            "assume it succeeded, and do not call it again without checking its effect first."
+        ),
+        tool_call_id=c.part.tool_call_id,
+        outcome="interrupted",
+        metadata={"ferrule_outcome": "unknown"},
     )
 
 

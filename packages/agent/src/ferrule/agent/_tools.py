@@ -28,12 +28,16 @@ from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
 
 __all__ = [
     "Confirmation",
+    "Origin",
     "Risk",
     "SideEffect",
     "Tool",
     "ToolLimits",
     "ToolReturn",
 ]
+
+Origin: TypeAlias = Literal["application", "mcp", "workflow"]
+"""Where a tool comes from: the application, an MCP server, or the framework's workflow itself."""
 
 ApprovalPredicate: TypeAlias = Callable[[RunContext[Any], Any], "bool | Awaitable[bool]"]
 """`predicate(ctx, args)` deciding on validated arguments whether a call needs approval."""
@@ -158,6 +162,7 @@ class Tool(Generic[DepsT]):
         "max_retries",
         "metadata",
         "name",
+        "origin",
         "parameters_json_schema",
         "prepare",
         "requires_approval",
@@ -195,7 +200,10 @@ class Tool(Generic[DepsT]):
         docstring_format: DocstringFormat = "auto",
         require_parameter_descriptions: bool = False,
         defer_loading: bool = False,
+        origin: Origin = "application",
     ) -> None:
+        if origin not in ("application", "mcp", "workflow"):
+            raise ToolDefinitionError(f"origin must be 'application', 'mcp' or 'workflow', got {origin!r}")
         if side_effect not in ("read_only", "idempotent", "non_idempotent"):
             raise ToolDefinitionError(
                 f"side_effect must be 'read_only', 'idempotent' or 'non_idempotent', got {side_effect!r}"
@@ -244,6 +252,9 @@ class Tool(Generic[DepsT]):
         """Called before each model request to modify or hide (return `None`) the definition."""
         self.defer_loading = defer_loading
         """Kept out of the request until the built-in `tool_search` tool surfaces it."""
+        self.origin: Origin = origin
+        """Where the tool comes from; durable runs make `application` and `mcp` calls engine steps and
+        run `workflow` tools (deterministic framework tools) inline. Providers see no difference."""
         self._validator: Any = None
         self._shape: PydanticShape | None = None
         self._raw = False

@@ -45,7 +45,7 @@ import anyio
 import msgspec
 from typing_extensions import TypeVar
 
-from ferrule.agent import Agent, AgentRunResult, AgentStreamEvent, Paused, RunCorrelation
+from ferrule.agent import Agent, AgentRunResult, AgentStreamEvent, Paused, RunCorrelation, durable
 from ferrule.agent.exceptions import PausedStateError, RunCancelledError
 from ferrule.core import history
 from ferrule.core.messages import Message, UserContent
@@ -328,6 +328,8 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
             options["correlation"] = RunCorrelation(
                 run_id=ctx.run_id, node_id=node, node_name=self.name or node
             )
+        else:
+            _check_durable_correlation(options["correlation"])
         if options.get("trace_parent") is None and ctx.options.trace_parent is not None:
             options["trace_parent"] = ctx.options.trace_parent
         control = self.control
@@ -398,6 +400,25 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
         options: dict[str, Any],
         resume: tuple[Any, Any] | None,
     ) -> AgentRunResult[AgentOutputT] | Paused:
+        bound = durable.current()
+        if bound is None:
+            return await self._invoke_agent(ctx, prompt, options, resume)
+        # In a durable run the node's agent steps live beneath `graph.<node-id>.step.<n>`, so two
+        # nodes (or two visits of one node) never share a step ID, and a replay finds its own.
+        namespace = f"graph.{ctx.node}.step.{ctx.step}"
+        outer = bound.binding
+        if outer.step_namespace:
+            namespace = f"{outer.step_namespace}.{namespace}"
+        with durable.bind(durable.Binding(outer.run_id, namespace), bound.runner):
+            return await self._invoke_agent(ctx, prompt, options, resume)
+
+    async def _invoke_agent(
+        self,
+        ctx: GraphContext[Any, Any],
+        prompt: Any,
+        options: dict[str, Any],
+        resume: tuple[Any, Any] | None,
+    ) -> AgentRunResult[AgentOutputT] | Paused:
         agent = self.agent
         if resume is not None:
             for key in _NOT_ON_RESUME:
@@ -436,6 +457,15 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
             if paused is not None:
                 return paused
             return stream.result
+
+
+def _check_durable_correlation(correlation: RunCorrelation) -> None:
+    bound = durable.current()
+    if bound is not None and correlation.run_id and correlation.run_id != bound.binding.run_id:
+        raise durable.DurableError(
+            f"the agent node's correlation run ID {correlation.run_id!r} differs from the durable run's "
+            f"{bound.binding.run_id!r}; leave correlation.run_id unset or give the durable run's ID"
+        )
 
 
 def _split(prepared: Any) -> tuple[Any, dict[str, Any]]:

@@ -88,6 +88,7 @@ class MCPCapabilityProvider(AbstractToolset[Any]):
             description=description,
             parameters_json_schema=schema,
             side_effect="read_only",
+            origin="workflow",
         )
 
     async def _load(self, names: list[str]) -> ToolReturn:

@@ -821,6 +821,7 @@ class MCPToolset(AbstractToolset[Any]):
             requires_approval=self._approval(name),
             max_retries=self.max_retries,
             metadata={"mcp_server": self.server_id, "mcp_tool": name},
+            origin="mcp",
         )
 
     # --- calls ------------------------------------------------------------------------------------

@@ -16,8 +16,17 @@ database_url("postgresql://app@db.internal/agents")   # PostgreSQL (psycopg 3)
 
 from __future__ import annotations
 
+from ._agent import DBOSAgent, DBOSSteps, PendingApproval
 from ._database import DatabaseUrl, DatabaseUrlError, database_url
 
 __version__ = "0.1.0"
 
-__all__ = ["DatabaseUrl", "DatabaseUrlError", "database_url", "__version__"]
+__all__ = [
+    "DBOSAgent",
+    "DBOSSteps",
+    "DatabaseUrl",
+    "DatabaseUrlError",
+    "PendingApproval",
+    "__version__",
+    "database_url",
+]

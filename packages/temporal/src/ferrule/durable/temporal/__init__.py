@@ -9,8 +9,18 @@ when to choose Temporal or DBOS and how to run a worker.
 
 from __future__ import annotations
 
+from ._agent import ACTIVITIES, AgentWorkflow, PendingApproval, TemporalAgent, registered
 from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
 
 __version__ = "0.1.0"
 
-__all__ = ["PASSTHROUGH_MODULES", "workflow_runner", "__version__"]
+__all__ = [
+    "ACTIVITIES",
+    "PASSTHROUGH_MODULES",
+    "AgentWorkflow",
+    "PendingApproval",
+    "TemporalAgent",
+    "__version__",
+    "registered",
+    "workflow_runner",
+]

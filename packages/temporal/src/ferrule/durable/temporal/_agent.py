@@ -1,0 +1,272 @@
+"""`TemporalAgent`: a ferrule agent run as the `ferrule.agent` Temporal workflow.
+
+The agent loop runs as workflow code (deterministic given its activities' results); each model
+request and application tool call is an activity (`ferrule.model_request`, `ferrule.tool_call`)
+that runs on a worker where the agent is registered under its name. A pause for approval is a
+wait in the workflow: the `ferrule.pending` query shows it, the `ferrule.decide` update ends it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+
+from ferrule.agent import Agent, DeferredCall, Paused, ResumeDecisions, RunContext
+from ferrule.agent.durable import (
+    Binding,
+    DurableError,
+    MissingWorkerRegistrationError,
+    Step,
+    bind,
+    encode_response,
+    tool_step,
+    unknown_outcome,
+)
+from ferrule.agent.model_strings import infer_model
+from ferrule.core.model import Model, ModelCall
+from ferrule.core.retry import request_with_retry
+from ferrule.core.usage import RunUsage
+
+__all__ = ["ACTIVITIES", "AgentWorkflow", "PendingApproval", "TemporalAgent", "registered"]
+
+_REGISTRY: dict[str, TemporalAgent] = {}
+
+
+class PendingApproval(msgspec.Struct, frozen=True):
+    """A run waiting for decisions: which pause of the run, and the calls to decide."""
+
+    pause: int
+    """The number of the pause in the run (0 for the first); decisions are sent for this pause."""
+    calls: list[DeferredCall]
+    """The calls that need a decision (approval, or an external result)."""
+
+
+_PENDING = msgspec.json.Decoder(PendingApproval)
+_CALL = msgspec.json.Decoder(ModelCall)
+
+
+class TemporalAgent:
+    """An `Agent` registered for Temporal workers and started as the `ferrule.agent` workflow.
+
+    Build it in a module the worker imports (and the workflow code takes passed through, see
+    `workflow_runner`): the name must be the same on the worker and on the client. `deps` is the
+    worker's and never enters the workflow history. Model requests are buffered on Temporal (an
+    event handler sees each completed response, not its deltas).
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        *,
+        name: str,
+        deps: Any = None,
+        step_namespace: str = "",
+        activity_timeout: float = 300.0,
+    ) -> None:
+        if not name:
+            raise DurableError("a TemporalAgent needs a name (the workflow finds its agent by it)")
+        if name in _REGISTRY:
+            raise DurableError(f"a TemporalAgent named {name!r} is already registered in this process")
+        model = agent.model
+        if model is None:
+            raise DurableError(f"the agent of TemporalAgent {name!r} has no model; give Agent(model=...)")
+        self.agent = agent
+        """The wrapped agent."""
+        self.name = name
+        """The name the workflow and activities find the agent by; keep it stable across deploys."""
+        self.deps = deps
+        """The dependencies of the agent's runs on this worker (never stored in the history)."""
+        self.step_namespace = step_namespace
+        """Prefix of the run's step IDs (`graph.<node-id>` for a graph agent node)."""
+        self.activity_timeout = activity_timeout
+        """Seconds one activity may run (`start_to_close_timeout`); a crashed worker's activity is
+        retried, or for a non-idempotent tool reported unknown, after it."""
+        self.model: Model = infer_model(model)
+        """The model the `ferrule.model_request` activity calls."""
+        _REGISTRY[name] = self
+
+    # --- client side ---------------------------------------------------------------------------
+
+    async def start(
+        self, client: Client, prompt: str, *, task_queue: str, workflow_id: str | None = None
+    ) -> WorkflowHandle[Any, str]:
+        """Start a run of `prompt` as the `ferrule.agent` workflow on `task_queue`."""
+        return await client.start_workflow(
+            "ferrule.agent",
+            args=[self.name, prompt],
+            id=workflow_id or uuid.uuid4().hex,
+            task_queue=task_queue,
+            result_type=str,
+        )
+
+    @staticmethod
+    async def output(handle: WorkflowHandle[Any, Any]) -> Any:
+        """Wait for the run to end and return its output (as JSON data)."""
+        return msgspec.json.decode(await handle.result())
+
+    @staticmethod
+    async def pending(handle: WorkflowHandle[Any, Any]) -> PendingApproval | None:
+        """The run's current pause, or `None` when it is not waiting for decisions."""
+        raw = await handle.query("ferrule.pending", result_type=str)
+        return None if not raw else _PENDING.decode(raw)
+
+    @staticmethod
+    async def decide(
+        handle: WorkflowHandle[Any, Any], pending: PendingApproval, decisions: Mapping[str, Any]
+    ) -> None:
+        """Send the decisions of one pause; the workflow accepts them once (a repeat is rejected)."""
+        expected = {call.tool_call_id for call in pending.calls}
+        if set(decisions) != expected:
+            raise DurableError(
+                f"pause {pending.pause} needs decisions for exactly the calls {sorted(expected)}; "
+                f"got {sorted(decisions)}"
+            )
+        body = ResumeDecisions(decisions=dict(decisions)).to_json().decode()
+        await handle.execute_update("ferrule.decide", args=[pending.pause, body])  # pyright: ignore[reportUnknownMemberType] - the by-name overload
+
+
+def registered(name: str) -> TemporalAgent:
+    """The `TemporalAgent` registered under `name` in this worker process."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MissingWorkerRegistrationError(
+            f"no TemporalAgent named {name!r} is registered on this worker; import the module that "
+            f"builds it before starting the worker (registered: {sorted(_REGISTRY) or 'none'})"
+        ) from None
+
+
+# --- workflow ----------------------------------------------------------------------------------
+
+
+class _TemporalSteps:
+    """The `StepRunner` of Temporal workflow code: each step one activity, its ID the step ID."""
+
+    def __init__(self, durable: TemporalAgent) -> None:
+        self.durable = durable
+
+    async def run_step(self, step: Step, execute: Callable[[], Awaitable[str]]) -> str:
+        del execute  # the activity runs the step on a worker, from the step's inputs
+        timeout = timedelta(seconds=self.durable.activity_timeout)
+        if step.kind == "model_request":
+            assert step.call is not None
+            # The history is a view on the run's list; the activity gets a copy of its messages.
+            call = msgspec.structs.replace(step.call, messages=list(step.call.messages))
+            return await workflow.execute_activity(
+                "ferrule.model_request",
+                args=[self.durable.name, msgspec.json.encode(call).decode()],
+                activity_id=step.id,
+                start_to_close_timeout=timeout,
+                result_type=str,
+            )
+        once = step.side_effect == "non_idempotent"
+        try:
+            return await workflow.execute_activity(
+                "ferrule.tool_call",
+                args=[
+                    self.durable.name,
+                    step.tool_name,
+                    step.tool_call_id,
+                    msgspec.json.encode(step.args).decode(),
+                ],
+                activity_id=step.id,
+                start_to_close_timeout=timeout,
+                retry_policy=RetryPolicy(maximum_attempts=1) if once else None,
+                result_type=str,
+            )
+        except ActivityError as exc:
+            # A non-idempotent call that timed out (its worker died, or it hung) may have acted.
+            if once and isinstance(exc.cause, TemporalTimeoutError):
+                return unknown_outcome()
+            raise
+
+
+@workflow.defn(name="ferrule.agent", sandboxed=True)
+class AgentWorkflow:
+    """The workflow of a `TemporalAgent` run: `run(agent name, prompt)` returns the output as JSON."""
+
+    def __init__(self) -> None:
+        self._pending: PendingApproval | None = None
+        self._decisions: dict[int, str] = {}
+
+    @workflow.run
+    async def run(self, agent_name: str, prompt: str) -> str:
+        """Run the agent to its output, waiting out approval pauses."""
+        durable = registered(agent_name)
+        binding = Binding(workflow.info().workflow_id, durable.step_namespace)
+        with bind(binding, _TemporalSteps(durable)):
+            outcome = await durable.agent.run_until_pause(prompt, deps=durable.deps)
+            pause = 0
+            while isinstance(outcome, Paused):
+                self._pending = PendingApproval(pause, outcome.pending)
+                await workflow.wait_condition(lambda n=pause: n in self._decisions)
+                self._pending = None
+                outcome = await durable.agent.resume(outcome, self._decisions[pause], deps=durable.deps)
+                pause += 1
+        return msgspec.json.encode(outcome.output).decode()
+
+    @workflow.query(name="ferrule.pending")
+    def pending(self) -> str:
+        """The current pause as JSON (empty when the run is not waiting)."""
+        return "" if self._pending is None else msgspec.json.encode(self._pending).decode()
+
+    @workflow.update(name="ferrule.decide")
+    def decide(self, pause: int, decisions: str) -> None:
+        """Accept the decisions of the current pause."""
+        self._decisions[pause] = decisions
+
+    @decide.validator
+    def _check_decide(self, pause: int, decisions: str) -> None:
+        # Single use: only the pause the run waits at, and only once.
+        del decisions
+        if self._pending is None or self._pending.pause != pause or pause in self._decisions:
+            raise ValueError(f"the run is not waiting for the decisions of pause {pause}")
+
+
+# --- activities --------------------------------------------------------------------------------
+
+
+@activity.defn(name="ferrule.model_request")
+async def model_request(agent_name: str, call_json: str) -> str:
+    """One model request of a registered agent's run; returns the response's JSON."""
+    durable = registered(agent_name)
+    # The workflow's deadline is on its own clock; the activity's timeout bounds the request here.
+    call = msgspec.structs.replace(_CALL.decode(call_json), deadline=None)
+    return encode_response(await request_with_retry(durable.model, call))
+
+
+@activity.defn(name="ferrule.tool_call")
+async def tool_call(agent_name: str, tool_name: str, tool_call_id: str, args_json: str) -> str:
+    """One tool call of a registered agent's run; returns the JSON record of its outcome."""
+    durable = registered(agent_name)
+    tool = durable.agent.tools.get(tool_name)
+    if tool is None:
+        raise MissingWorkerRegistrationError(
+            f"agent {agent_name!r} on this worker has no tool {tool_name!r}; the worker must run the same "
+            "agent definition as the workflow (tools from toolsets are not run as Temporal activities yet)"
+        )
+    args = tool.validate_args(msgspec.json.decode(args_json))
+    info = activity.info()
+    ctx = RunContext(
+        deps=durable.deps,
+        model=durable.model,
+        usage=RunUsage(),
+        messages=[],
+        run_id=info.workflow_id or "",
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
+    )
+    return await tool_step(tool_name, lambda: tool.call(ctx, args))
+
+
+ACTIVITIES = [model_request, tool_call]
+"""The activities a worker registers: `Worker(..., activities=ACTIVITIES)`."""

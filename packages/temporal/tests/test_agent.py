@@ -1,0 +1,129 @@
+"""`TemporalAgent` on the real Temporal dev server: a worker running a ferrule agent against the
+scripted chat server is SIGKILLed and another worker completes the run; nothing completed repeats."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import uuid
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from ferrule.agent import Agent, Approved, DeferredCall
+from ferrule.agent.durable import DurableError, MissingWorkerRegistrationError
+from ferrule.agent.testing import TestModel
+from ferrule.durable.temporal import PendingApproval, TemporalAgent, registered
+from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
+from tests.support.crash import Worker, effects
+
+from .conftest import WORKERS
+
+API_KEY = "sk-ferrule-temporal-" + uuid.uuid4().hex
+THREE_STEPS = [
+    Turn(tool_calls=[("add", {"a": 1, "b": 2})]),
+    Turn(tool_calls=[("add", {"a": 3, "b": 4})]),
+    Turn(text="The sums are 3 and 7."),
+]
+
+
+def worker(address: str, server: ChatServer, tmp_path: Path, mode: str) -> Worker:
+    args = [
+        address,
+        f"wf-{tmp_path.name}",
+        str(tmp_path / "effects.log"),
+        server.base_url,
+        mode,
+        tmp_path.name,
+    ]
+    return Worker(WORKERS / "agent.py", args, env={"FERRULE_TEST_API_KEY": API_KEY}, logs=tmp_path)
+
+
+def history_text(line: str) -> str:
+    """Every string of a printed workflow history, payloads (base64 JSON) decoded too."""
+    texts: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for item in cast("dict[str, object]", value).values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in cast("list[object]", value):
+                walk(item)
+        elif isinstance(value, str):
+            texts.append(value)
+            with contextlib.suppress(ValueError):
+                texts.append(base64.b64decode(value, validate=True).decode("utf-8", "replace"))
+
+    walk(json.loads(line.removeprefix("history ")))
+    return "\n".join(texts)
+
+
+def test_a_worker_killed_mid_run_is_replaced_without_repeats(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # The second request is held: the first tool call has completed, the worker dies mid-request.
+    server = chat_server(THREE_STEPS, hold=Hold(turn=1))
+    first = worker(temporal_server, server, tmp_path, "run")
+    assert server.holding.wait(timeout=120), "the second request should have been held"
+    first.kill()
+    lines = worker(temporal_server, server, tmp_path, "run").finish()
+    assert "result The sums are 3 and 7." in lines
+    assert dict(server.served) == {0: 1, 1: 2, 2: 1}, "only the interrupted request is repeated"
+    assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"], "each tool call exactly once"
+    assert server.authorizations == [f"Bearer {API_KEY}"] * 4
+    # No secret in the workflow history: the key reached the server, the history does not hold it.
+    history = history_text(next(line for line in lines if line.startswith("history ")))
+    assert "step.0.tool_call.call_0_0" in history
+    assert "add twice" in history
+    assert API_KEY not in history
+
+
+def test_a_non_idempotent_call_whose_worker_died_is_unknown_and_not_retried(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    server = chat_server(
+        [Turn(tool_calls=[("charge", {"cents": 500})]), Turn(text="I could not confirm it.")]
+    )
+    first = worker(temporal_server, server, tmp_path, "crash-in-charge")
+    first.process.wait(timeout=120)
+    first.kill()
+    assert first.process.returncode == -9
+    lines = worker(temporal_server, server, tmp_path, "run").finish()
+    assert "result I could not confirm it." in lines
+    assert effects(tmp_path / "effects.log") == ["charge 500"], "never charged twice"
+    assert dict(server.served) == {0: 1, 1: 1}
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_an_approval_waits_across_a_worker_restart_and_is_applied_once(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path, decision: str
+) -> None:
+    server = chat_server([Turn(tool_calls=[("ship", {"order": "A-7"})]), Turn(text="Done.")])
+    first = worker(temporal_server, server, tmp_path, "pause")
+    assert first.wait_for("paused ") == "paused 0 call_0_0"
+    first.kill()
+    lines = worker(temporal_server, server, tmp_path, decision).finish()
+    assert "repeat rejected" in lines, "a second decision for the same pause is refused"
+    assert "result Done." in lines
+    assert effects(tmp_path / "effects.log") == (["ship A-7"] if decision == "approve" else [])
+    assert dict(server.served) == {0: 1, 1: 1}
+
+
+def test_registration_is_checked() -> None:
+    with pytest.raises(MissingWorkerRegistrationError, match="no TemporalAgent named 'nobody'"):
+        registered("nobody")
+    TemporalAgent(Agent(TestModel()), name="checked-once")
+    with pytest.raises(DurableError, match="already registered"):
+        TemporalAgent(Agent(TestModel()), name="checked-once")
+    with pytest.raises(DurableError, match="has no model"):
+        TemporalAgent(Agent(), name="modelless")
+
+
+@pytest.mark.anyio
+async def test_decisions_must_match_the_pending_calls() -> None:
+    pending = PendingApproval(0, [DeferredCall(tool_call_id="c1", tool_name="ship")])
+    with pytest.raises(DurableError, match=r"exactly the calls \['c1'\]; got \['c2'\]"):
+        await TemporalAgent.decide(None, pending, {"c2": Approved()})  # type: ignore[arg-type] - refused before use
