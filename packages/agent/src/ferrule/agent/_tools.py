@@ -405,6 +405,7 @@ class Tool(Generic[DepsT]):
                     self.args_type,
                     self.parameters_json_schema,
                     self._field_names,
+                    self._shape,
                 )
                 _BUILT.setdefault(function, {})[key] = built
             return
@@ -416,6 +417,7 @@ class Tool(Generic[DepsT]):
             self.args_type,
             self.parameters_json_schema,
             self._field_names,
+            self._shape,
         ) = built
         self._call_sync = None if self.is_async else function
 
