@@ -243,6 +243,8 @@ def test_a_history_round_tripped_through_json_continues() -> None:
     store = InMemoryCheckpointStore()
     _, messages = ended(build(world, store))
     loaded = history.loads(history.dumps(messages))
+    # PydanticAI's JSON (`all_messages_json()`) reads back as the same history too.
+    assert history.load_pydantic_ai(history.dump_pydantic_ai(messages)) == messages
     result = build(world, store).run_sync(message_history=loaded, deferred_tool_results=all_decided())
     assert world.executed == ["transfer:7"]
     assert isinstance(result.output, str)
