@@ -1,7 +1,7 @@
 """PydanticAI's deferred-tools API on ferrule's pause and resume.
 
-A run of an agent whose output types include `DeferredToolRequests` that pauses ends with that
-output (`end_with_requests`) instead of `PauseRequiredError`; the pause is saved to the agent's
+A run of an agent whose output types include `DeferredToolRequests` that pauses has that output
+(set by `pause`) and ends with it (`end_with_requests`) instead of raising `PauseRequiredError`; the pause is saved to the agent's
 checkpoint store exactly as `run_until_pause` saves it. A later run given that run's history and
 `deferred_tool_results` (`continued_state`) is a resume of that checkpoint, never a fresh
 derivation from the history: the history is untrusted input, so it only names the run (the run ID
@@ -24,7 +24,7 @@ from ferrule.core.usage import RunUsage
 from ._checkpoints import CheckpointNotFoundError
 from ._controls import checkpoint_store_of
 from ._core import AgentCore
-from ._deferred import Decision, DeferredToolResults, PausedState, deferred_requests
+from ._deferred import Decision, DeferredToolResults, PausedState
 from ._errors import PausedStateError
 from ._state import LoopState
 
@@ -32,11 +32,8 @@ __all__ = ["continued_state", "end_with_requests"]
 
 
 def end_with_requests(run: LoopState) -> bool:
-    """Whether a paused run ends with `DeferredToolRequests` as its output (which it then has)."""
-    if run.paused is None or not run.core.output_info.deferred_requests:
-        return False
-    run.output = deferred_requests(run.paused)
-    return True
+    """Whether a paused run ends with `DeferredToolRequests` as its output (`pause` gave it that)."""
+    return run.paused is not None and run.core.output_info.deferred_requests
 
 
 async def continued_state(
