@@ -292,3 +292,25 @@ def test_union_output_with_a_structured_type_and_requests() -> None:
         FunctionModel(respond), output_type=Receipt | DeferredToolRequests
     )
     assert agent.run_sync("go").output == Receipt(total=3)
+
+
+def test_a_continuation_by_an_agent_whose_called_tools_changed_is_refused() -> None:
+    world = World()
+    store = InMemoryCheckpointStore()
+    original = build(world, store)
+    _, messages = ended(original)
+
+    def transfer(amount: int, memo: str) -> str:
+        world.executed.append(f"transfer:{amount}:{memo}")
+        return "sent"
+
+    tools = original.tools
+    changed = Agent[None, str | DeferredToolRequests](
+        original.model,
+        output_type=[str, DeferredToolRequests],
+        tools=[Tool(transfer, requires_approval=True), tools["ship"]],
+        checkpoint_store=store,
+    )
+    with pytest.raises(PausedStateError, match="the tools called by the paused response changed"):
+        changed.run_sync(message_history=messages, deferred_tool_results=all_decided())
+    assert world.executed == []
