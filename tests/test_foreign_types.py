@@ -17,8 +17,17 @@ import pytest
 
 from ferrule.agent import Agent, NativeOutput, Tool
 from ferrule.agent.exceptions import OutputSpecError, ToolDefinitionError
-from ferrule.agent.testing import FunctionModel
-from ferrule.core.messages import ModelRequest, RetryPromptPart, ToolReturnPart
+from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from ferrule.planning import ConfirmationRequest, PlanningAgent
 from tests.support.scripts import Script, call, text
 
 pytestmark = pytest.mark.anyio
@@ -306,3 +315,44 @@ def test_the_agent_never_imports_pydantic_itself() -> None:
         "assert 'pydantic' not in sys.modules, 'pydantic was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class Payee(pydantic.BaseModel):
+    """Who is paid."""
+
+    name: str
+    iban: str = pydantic.Field(min_length=4)
+
+
+async def test_a_plan_step_confirms_a_tool_taking_a_pydantic_model_with_its_json() -> None:
+    paid: list[Payee] = []
+    requests: list[ConfirmationRequest] = []
+
+    def pay(payee: Payee, cents: int) -> str:
+        """Pay someone."""
+        paid.append(payee)
+        return f"paid {cents} to {payee.name}"
+
+    def respond(messages: list[Message], info: AgentInfo) -> ModelResponse:
+        if info.output_tools:
+            step = {
+                "id": "pay",
+                "capability": "pay",
+                "input": {"payee": {"name": "Ann", "iban": "DE00"}, "cents": 5},
+            }
+            return ModelResponse(
+                parts=[ToolCallPart(info.output_tools[0].name, {"version": 1, "steps": [step]})]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    def confirm(request: ConfirmationRequest) -> bool:
+        requests.append(request)
+        return True
+
+    agent = PlanningAgent(FunctionModel(respond), tools=[Tool(pay, requires_approval=True)], confirm=confirm)
+    result = await agent.run("pay Ann")
+    assert [(r.tool_name, r.args) for r in requests] == [
+        ("pay", {"payee": {"name": "Ann", "iban": "DE00"}, "cents": 5})
+    ]
+    assert paid == [Payee(name="Ann", iban="DE00")]
+    assert result.report.steps["pay"].status == "succeeded"

@@ -44,6 +44,7 @@ def test_there_are_the_acceptance_programs() -> None:
         "override_in_a_test",
         "override_deps",
         "system_prompts",
+        "approval_round_trip",
     } <= names
 
 

@@ -22,10 +22,12 @@ from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 
 from ._checkpoints import CheckpointConsumedError, CheckpointStore
+from ._continue import continued_state, end_with_requests
 from ._controls import CheckpointBinding, ConfirmFn, GuardFn, SideEffectControls, checkpoint_store_of
 from ._core import AgentCore, EndStrategy
 from ._deferred import (
     Decision,
+    DeferredToolResults,
     Paused,
     PausedState,
     PauseRequiredError,
@@ -515,37 +517,59 @@ class Agent(Generic[DepsT, OutputT]):
         pending_messages: PendingMessageQueue | None = None,
         correlation: RunCorrelation | None = None,
         trace_parent: Any = None,
+        deferred_tool_results: DeferredToolResults | None = None,
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
         Raises `PauseRequiredError` if a tool needs approval or external execution: use
-        `run_until_pause` for agents with deferred tools. `event_handler`, when given, receives every
+        `run_until_pause` for agents with deferred tools, or list `DeferredToolRequests` in the
+        output types to end the run with it, then continue it with `deferred_tool_results=` and
+        the run's history (PydanticAI's form; see docs/agent.md). `event_handler`, when given, receives every
         stream event (the model is then called in streaming mode). `correlation` (a
         `RunCorrelation`) reaches the `run_start` hook event and the agent span; `trace_parent` (an
         OpenTelemetry `Context`) is the agent span's parent. Every entry point takes both.
         """
-        run = await self._start(
-            user_prompt,
-            message_history=message_history,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            instructions=instructions,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
+        options = run_options(
+            toolsets,
+            capabilities,
+            capability_layers,
+            history_processors,
+            context_budget,
+            pending_messages,
         )
+        if deferred_tool_results is not None:
+            state, decisions = await continued_state(
+                self._core, deferred_tool_results, message_history, user_prompt, instructions
+            )
+            run = self._resume_run(
+                state,
+                decisions,
+                deps=deps,
+                model=model,
+                model_settings=model_settings,
+                usage_limits=usage_limits,
+                timeout=timeout,
+                integrity_key=None,
+                options=options,
+                correlation=correlation,
+                trace_parent=trace_parent,
+            )
+        else:
+            run = await self._start(
+                user_prompt,
+                message_history=message_history,
+                deps=deps,
+                model=model,
+                model_settings=model_settings,
+                usage_limits=usage_limits,
+                instructions=instructions,
+                timeout=timeout,
+                correlation=correlation,
+                trace_parent=trace_parent,
+                options=options,
+            )
         await run.run_to_end(event_handler)
-        if run.paused is not None:
+        if run.paused is not None and not end_with_requests(run):
             error = PauseRequiredError(run.paused)
             attach_state(error, run.state())
             raise error
@@ -571,6 +595,7 @@ class Agent(Generic[DepsT, OutputT]):
         pending_messages: PendingMessageQueue | None = None,
         correlation: RunCorrelation | None = None,
         trace_parent: Any = None,
+        deferred_tool_results: DeferredToolResults | None = None,
     ) -> AgentRunResult[OutputT]:
         """The blocking form of `run`, for code without an event loop."""
         call = functools.partial(
@@ -591,6 +616,7 @@ class Agent(Generic[DepsT, OutputT]):
             pending_messages=pending_messages,
             correlation=correlation,
             trace_parent=trace_parent,
+            deferred_tool_results=deferred_tool_results,
         )
         _refuse_in_event_loop("run_sync", "run")
         try:

@@ -12,12 +12,13 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from ferrule.core import bounded_json, history
-from ferrule.core.messages import Message
+from ferrule.core.messages import Message, ModelResponse, ToolCallPart
 from ferrule.core.usage import RunUsage
 
 from ._errors import (
     AgentRunError,
     DecisionError,
+    ModelRetry,
     PausedStateError,
     PausedStateIntegrityError,
     PausedStateVersionError,
@@ -30,12 +31,17 @@ __all__ = [
     "Approved",
     "Decision",
     "DeferredCall",
+    "DeferredToolRequests",
+    "DeferredToolResults",
     "Denied",
     "ExternalResult",
     "PauseRequiredError",
     "Paused",
     "PausedState",
     "ResumeDecisions",
+    "ToolApproved",
+    "ToolDenied",
+    "deferred_requests",
 ]
 
 PAUSED_STATE_FORMAT = "ferrule.paused_run"
@@ -224,8 +230,11 @@ class Approved(msgspec.Struct, frozen=True, kw_only=True, tag="approved", tag_fi
     """Arguments to use instead of the model's."""
 
 
-class Denied(msgspec.Struct, frozen=True, kw_only=True, tag="denied", tag_field="decision"):
-    """Deny a call; the model receives `message` as the call's (error) result."""
+class Denied(msgspec.Struct, frozen=True, tag="denied", tag_field="decision"):
+    """Deny a call; the model receives `message` as the call's result (`outcome="denied"`).
+
+    `Denied("reason")` and `Denied(message="reason")` are the same, as for PydanticAI's `ToolDenied`.
+    """
 
     message: str = "The tool call was denied."
     """What the model is told."""
@@ -242,6 +251,82 @@ class ExternalResult(msgspec.Struct, frozen=True, kw_only=True, tag="external", 
 
 Decision: TypeAlias = Approved | Denied | ExternalResult
 """One decision for a deferred call."""
+
+ToolApproved = Approved
+"""PydanticAI's name for `Approved` (`ToolApproved(override_args=...)`)."""
+ToolDenied = Denied
+"""PydanticAI's name for `Denied` (`ToolDenied("message")`)."""
+
+
+class DeferredToolRequests(msgspec.Struct, kw_only=True):
+    """The output of a run that ended at calls waiting for a decision (PydanticAI's form of a pause).
+
+    An agent whose `output_type` includes `DeferredToolRequests` (`[str, DeferredToolRequests]`, or
+    a union) ends `run`/`run_sync` with it instead of raising `PauseRequiredError`; the run is
+    continued by `run_sync(message_history=result.all_messages(), deferred_tool_results=...)`.
+    """
+
+    calls: list[ToolCallPart] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
+    """Calls of external tools: answer each in `DeferredToolResults.calls`."""
+    approvals: list[ToolCallPart] = msgspec.field(default_factory=list)  # pyright: ignore[reportUnknownVariableType]
+    """Calls waiting for approval: answer each in `DeferredToolResults.approvals`."""
+
+
+class DeferredToolResults(msgspec.Struct, kw_only=True):
+    """The decisions that continue a run which ended with `DeferredToolRequests`, keyed by call ID.
+
+    Exactly one entry per pending call: `approvals` for calls waiting for approval (`True`,
+    `False`, `ToolApproved(override_args=...)` or `ToolDenied(message)`), `calls` for external calls
+    (any JSON value is the result; a `ModelRetry` is sent as a failed result with its message).
+    """
+
+    calls: dict[str, Any] = msgspec.field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
+    """Results of external calls."""
+    approvals: dict[str, bool | Approved | Denied] = msgspec.field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
+    """Approvals of calls that wait for one."""
+
+    def decisions(self) -> dict[str, Decision]:
+        """The same decisions in ferrule's form, or `DecisionError` for a value that is not one."""
+        decisions: dict[str, Decision] = {}
+        for call_id, approval in self.approvals.items():
+            if approval is True:
+                decisions[call_id] = Approved()
+            elif approval is False:
+                decisions[call_id] = Denied()
+            elif isinstance(approval, (Approved, Denied)):  # pyright: ignore[reportUnnecessaryIsInstance]
+                decisions[call_id] = approval
+            else:
+                raise DecisionError(
+                    f"the approval of call {call_id!r} must be True, False, ToolApproved or ToolDenied, "
+                    f"got {approval!r}"
+                )
+        for call_id, value in self.calls.items():
+            if call_id in decisions:
+                raise DecisionError(
+                    f"call {call_id!r} is in both approvals and calls: give exactly one decision per call"
+                )
+            if isinstance(value, (Approved, Denied)):
+                raise DecisionError(
+                    f"calls[{call_id!r}] is an approval decision: approvals go in DeferredToolResults.approvals"
+                )
+            if isinstance(value, ModelRetry):
+                decisions[call_id] = ExternalResult(value=value.message, error=True)
+            elif isinstance(value, ExternalResult):
+                decisions[call_id] = value
+            else:
+                decisions[call_id] = ExternalResult(value=value)
+        return decisions
+
+
+def deferred_requests(paused: Paused) -> DeferredToolRequests:
+    """The pending calls of a pause as PydanticAI's `DeferredToolRequests` (the parts the model sent)."""
+    last = paused.state.messages[-1]
+    parts = {p.tool_call_id: p for p in last.tool_calls} if isinstance(last, ModelResponse) else {}
+    requests = DeferredToolRequests()
+    for call in paused.pending:
+        part = parts[call.tool_call_id]  # `PausedState.check` makes every pending ID one of the response's
+        (requests.calls if call.kind == "external" else requests.approvals).append(part)
+    return requests
 
 
 class ResumeDecisions(msgspec.Struct, kw_only=True):

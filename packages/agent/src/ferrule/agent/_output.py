@@ -18,6 +18,7 @@ from ferrule.core.errors import UserError
 from ferrule.core.model import TEXT_FORMAT, JsonObjectFormat, JsonSchemaFormat, OutputFormat, ToolDefinition
 from ferrule.core.profile import ModelProfile, StructuredOutputMode
 
+from ._deferred import DeferredToolRequests
 from ._errors import OutputSpecError
 from ._foreign import PydanticShape, uses_pydantic
 from ._foreign import model as pydantic_model
@@ -391,10 +392,20 @@ class _Target:
 class OutputSpecInfo:
     """A normalized output specification: text allowance, targets and an explicit mode."""
 
-    __slots__ = ("allow_text", "explicit_mode", "native_meta", "prompt_template", "targets", "text_function")
+    __slots__ = (
+        "allow_text",
+        "deferred_requests",
+        "explicit_mode",
+        "native_meta",
+        "prompt_template",
+        "targets",
+        "text_function",
+    )
 
     def __init__(self) -> None:
         self.allow_text = False
+        self.deferred_requests = False
+        """Whether `DeferredToolRequests` is one of the outputs: a pause then ends `run` with it."""
         self.text_function: TextFunction | None = None
         self.targets: list[_Target] = []
         self.explicit_mode: str | None = None
@@ -427,6 +438,9 @@ def normalize_spec(spec: OutputSpec) -> OutputSpecInfo:
         if item is str and kind is None:
             info.allow_text = True
             return
+        if item is DeferredToolRequests:
+            _allow_requests(info, kind)
+            return
         if isinstance(item, TextOutput):
             if info.text_function is not None:
                 raise OutputSpecError("output_type has more than one TextOutput")
@@ -457,7 +471,11 @@ def normalize_spec(spec: OutputSpec) -> OutputSpecInfo:
             for sub in cast("Sequence[Any]", item):
                 add(sub, kind, name, description, strict)
             return
-        if _is_union(item) and kind is None and str in get_args(item):
+        if (
+            _is_union(item)
+            and kind is None
+            and (str in get_args(item) or DeferredToolRequests in get_args(item))
+        ):
             for sub in get_args(item):
                 add(sub, kind, name, description, strict)
             return
@@ -466,13 +484,34 @@ def normalize_spec(spec: OutputSpec) -> OutputSpecInfo:
         info.targets.append(_Target(item, kind, name, description, strict))
 
     add(spec, None, None, None, None)
-    if info.is_text and not info.allow_text:
-        raise OutputSpecError("output_type is empty; give at least one type")
+    _check_not_empty(info)
     # Every target's schema and decoder are built now, so a bad spec fails when the agent is built,
     # not at its first run (the per-mode plans are built later from the same targets).
     for target in _expand(info.targets, "tool"):
         _choice_for(target, DEFAULT_OUTPUT_TOOL_NAME, wrap_non_object=True)
     return info
+
+
+def _allow_requests(info: OutputSpecInfo, kind: str | None) -> None:
+    """`DeferredToolRequests` among the outputs: a marker, not a target the model produces."""
+    if kind is not None:
+        raise OutputSpecError(
+            f"DeferredToolRequests cannot be {kind} output: list it beside the output types, "
+            "e.g. output_type=[str, DeferredToolRequests]"
+        )
+    info.deferred_requests = True
+
+
+def _check_not_empty(info: OutputSpecInfo) -> None:
+    """Refuse an `output_type` that names no output a finished run can have."""
+    if not info.is_text or info.allow_text:
+        return
+    if info.deferred_requests:
+        raise OutputSpecError(
+            "output_type has only DeferredToolRequests, which a run ends with when calls wait for a "
+            "decision; give the output of a finished run too, e.g. output_type=[str, DeferredToolRequests]"
+        )
+    raise OutputSpecError("output_type is empty; give at least one type")
 
 
 def _as_list(value: Any) -> list[Any]:

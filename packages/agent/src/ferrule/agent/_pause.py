@@ -29,6 +29,7 @@ from ._deferred import (
     ExternalResult,
     Paused,
     PausedState,
+    deferred_requests,
     new_state_id,
     now_utc,
 )
@@ -164,6 +165,9 @@ async def pause(
             actions.append(unsettled(c.part, tool, "denied", safe_detail(c.decision.message)))
     await checkpoint_store_of(controls).save(run.run_id, state)
     run.paused = Paused(state, actions)
+    if run.core.output_info.deferred_requests:
+        # What `run`/`run_sync` end with (and the `run_end` hook sees) instead of PauseRequiredError.
+        run.output = deferred_requests(run.paused)
     run.phase = PAUSED
     if emit is not None:
         await emit(DeferredToolCallsEvent(list(deferred)))

@@ -21,7 +21,7 @@ from ._context import DepsT, RunContext
 from ._docstring import DocstringFormat, parse_docstring
 from ._effects import Confirmation, Risk, SideEffect
 from ._errors import ToolDefinitionError
-from ._foreign import PydanticShape, described, pydantic_error_details, uses_pydantic
+from ._foreign import PydanticShape, described, enc_hook, pydantic_error_details, uses_pydantic
 from ._foreign import model as pydantic_model
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
@@ -631,6 +631,12 @@ class Tool(Generic[DepsT]):
         if isinstance(args, dict):
             return cast("dict[str, Any]", args)
         return {name: getattr(args, name) for name in self._field_names}
+
+    def json_kwargs(self, args: Any) -> dict[str, Any]:
+        """`kwargs(args)` as JSON data, e.g. to show a call for confirmation: pydantic models among
+        the arguments are dumped (`model_dump(mode="json")`), msgspec-encodable values encoded."""
+        encoded = msgspec.json.encode(self.kwargs(args), enc_hook=enc_hook)
+        return cast("dict[str, Any]", msgspec.json.decode(encoded))
 
     async def call(self, ctx: RunContext[Any], args: Any, *, threads: ToolThreads | None = None) -> Any:
         """Call the function with validated arguments.

@@ -656,7 +656,7 @@ class Runner:
             request = ConfirmationRequest(
                 step_id=step.id,
                 tool_name=name,
-                args=_plain(tool.kwargs(args)) if not isinstance(args, dict) else _plain(args),
+                args=tool.json_kwargs(args),
                 side_effect=tool.side_effect,
                 tool_call_id=call_id,
                 risk=tool.risk,
