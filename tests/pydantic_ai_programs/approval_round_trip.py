@@ -5,10 +5,11 @@ denied one."""
 
 from ferrule.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied  # was: from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from ferrule.agent.testing import AgentInfo, FunctionModel  # was: from pydantic_ai.models.function import AgentInfo, FunctionModel
+from ferrule.core.messages import Message as ModelMessage  # was: from pydantic_ai.messages import ModelMessage
 from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # was: from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 
-def files_model(messages, info: AgentInfo) -> ModelResponse:
+def files_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
     if returns:
         return ModelResponse(parts=[TextPart("; ".join(f"{p.tool_name}: {p.content}" for p in returns))])
