@@ -58,6 +58,7 @@ from ._events import (
 )
 from ._instrument import InstrumentationSettings
 from ._observe import JsonlObserver
+from ._options import ResumeOptions, RunOptions
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
 from ._receipts import ActionReceipt, ActionStatus, receipts_from_messages
@@ -65,6 +66,7 @@ from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
+from ._util import run_blocking
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
@@ -144,9 +146,11 @@ __all__ = [
     "PausedStep",
     "PromptedOutput",
     "ResumeDecisions",
+    "ResumeOptions",
     "RetryPolicy",
     "RunContext",
     "RunCorrelation",
+    "RunOptions",
     "RunState",
     "RunStep",
     "SideEffect",
@@ -161,6 +165,7 @@ __all__ = [
     "ToolThreads",
     "UnexpectedModelBehavior",
     "receipts_from_messages",
+    "run_blocking",
     "run_state_of",
     "__version__",
 ]

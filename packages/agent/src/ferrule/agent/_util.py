@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
-from typing import Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeAlias, TypeVar, cast
 
+import anyio
+
+from ferrule.core.errors import UserError
 from ferrule.core.settings import ModelSettings, merge_settings
 
 __all__ = [
@@ -15,8 +18,11 @@ __all__ = [
     "is_async",
     "merged_settings",
     "normalize_callback",
+    "run_blocking",
     "takes_ctx",
 ]
+
+T = TypeVar("T")
 
 Callback: TypeAlias = tuple[Callable[..., Any], bool, bool]
 """`(fn, takes_ctx, is_async)`: a user callback in the form the loop calls it."""
@@ -73,3 +79,17 @@ async def instruction_texts(ctx: Any, items: Iterable[InstructionItem]) -> list[
         if value:
             texts.append(cast("str", value))
     return texts
+
+
+def run_blocking(call: Callable[[], Awaitable[T]], backend: str, method: str, async_method: str) -> T:
+    """`anyio.run(call)` for a blocking entry point `method`, refused inside a running event loop.
+
+    The error names `method` and the `async_method` to await instead.
+    """
+    try:
+        anyio.get_current_task()
+    except Exception:  # no running event loop: the normal case
+        pass
+    else:
+        raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
+    return anyio.run(call, backend=backend)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ferrule.agent import Agent, Tool, ToolThreads
+from ferrule.agent import Agent, Tool, ToolThreads, run_blocking
 from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
@@ -317,14 +317,8 @@ class PlanningAgent:
         backend: str = "asyncio",
     ) -> PlanningResult:
         """The blocking form of `run`, for code without an event loop."""
-        try:
-            anyio.get_current_task()
-        except Exception:  # no running event loop: the normal case
-            pass
-        else:
-            raise UserError("run_sync() cannot be called from async code; use `await agent.run(...)`")
         call = functools.partial(self.run, prompt, mode=mode, deps=deps, trace=trace)
-        return anyio.run(call, backend=backend)
+        return run_blocking(call, backend, "run_sync", "run")
 
     @asynccontextmanager
     async def run_stream(
