@@ -66,7 +66,7 @@ from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
-from ._util import run_blocking
+from ._util import refuse_in_event_loop
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
@@ -165,7 +165,7 @@ __all__ = [
     "ToolThreads",
     "UnexpectedModelBehavior",
     "receipts_from_messages",
-    "run_blocking",
+    "refuse_in_event_loop",
     "run_state_of",
     "__version__",
 ]

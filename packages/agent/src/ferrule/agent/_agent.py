@@ -47,7 +47,7 @@ from ._run import Run
 from ._start import RunSettings, resume_run, start_run
 from ._tools import Tool, ToolLimits, as_tool
 from ._util import is_async as _is_async
-from ._util import run_blocking
+from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
 from .capabilities import Capability, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
@@ -487,8 +487,9 @@ class Agent(Generic[DepsT, OutputT]):
         """The blocking form of `run` (same keyword options), for code without an event loop."""
         check_keys("run_sync", options, RUN_KEYS)
         call = functools.partial(self.run, user_prompt, **options)
+        refuse_in_event_loop("run_sync", "run")
         try:
-            return run_blocking(call, backend, "run_sync", "run")
+            return anyio.run(call, backend=backend)
         except PauseRequiredError as exc:
             exc.called("run_sync")
             raise
@@ -504,7 +505,8 @@ class Agent(Generic[DepsT, OutputT]):
         """The blocking form of `run_until_pause` (same keyword options), for code without an event loop."""
         check_keys("run_until_pause_sync", options, RUN_KEYS)
         call = functools.partial(self.run_until_pause, user_prompt, event_handler=event_handler, **options)
-        return run_blocking(call, backend, "run_until_pause_sync", "run_until_pause")
+        refuse_in_event_loop("run_until_pause_sync", "run_until_pause")
+        return anyio.run(call, backend=backend)
 
     def resume_sync(
         self,
@@ -518,7 +520,8 @@ class Agent(Generic[DepsT, OutputT]):
         """The blocking form of `resume` (same keyword options): a synchronous approval round trip."""
         check_keys("resume_sync", options, RESUME_KEYS)
         call = functools.partial(self.resume, state, decisions, event_handler=event_handler, **options)
-        return run_blocking(call, backend, "resume_sync", "resume")
+        refuse_in_event_loop("resume_sync", "resume")
+        return anyio.run(call, backend=backend)
 
     @contextlib.contextmanager
     def override(self, *, model: Model | str | _Unset = _UNSET, deps: Any = _UNSET) -> Generator[None]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeAlias, TypeVar, cast
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias, cast
 
 import anyio
 
@@ -18,11 +18,9 @@ __all__ = [
     "is_async",
     "merged_settings",
     "normalize_callback",
-    "run_blocking",
+    "refuse_in_event_loop",
     "takes_ctx",
 ]
-
-T = TypeVar("T")
 
 Callback: TypeAlias = tuple[Callable[..., Any], bool, bool]
 """`(fn, takes_ctx, is_async)`: a user callback in the form the loop calls it."""
@@ -81,15 +79,13 @@ async def instruction_texts(ctx: Any, items: Iterable[InstructionItem]) -> list[
     return texts
 
 
-def run_blocking(call: Callable[[], Awaitable[T]], backend: str, method: str, async_method: str) -> T:
-    """`anyio.run(call)` for a blocking entry point `method`, refused inside a running event loop.
+def refuse_in_event_loop(method: str, async_method: str) -> None:
+    """Refuse the blocking entry point `method` inside a running event loop, naming the `async_method` to await.
 
-    The error names `method` and the `async_method` to await instead.
+    The caller then runs its coroutine with `anyio.run` itself: the guard adds no frame to the run.
     """
     try:
         anyio.get_current_task()
     except Exception:  # no running event loop: the normal case
-        pass
-    else:
-        raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
-    return anyio.run(call, backend=backend)
+        return
+    raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")

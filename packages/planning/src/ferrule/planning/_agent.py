@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ferrule.agent import Agent, Tool, ToolThreads, run_blocking
+from ferrule.agent import Agent, Tool, ToolThreads, refuse_in_event_loop
 from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
@@ -317,8 +317,9 @@ class PlanningAgent:
         backend: str = "asyncio",
     ) -> PlanningResult:
         """The blocking form of `run`, for code without an event loop."""
+        refuse_in_event_loop("run_sync", "run")
         call = functools.partial(self.run, prompt, mode=mode, deps=deps, trace=trace)
-        return run_blocking(call, backend, "run_sync", "run")
+        return anyio.run(call, backend=backend)
 
     @asynccontextmanager
     async def run_stream(
