@@ -332,3 +332,13 @@ def test_run_sync() -> None:
     assert agent.run_sync("go").output == "sync"
     assert agent.run_sync("go", backend="trio").output == "sync"
     assert tools.names() == ["weather", "weather"]
+
+
+async def test_run_sync_is_refused_inside_an_event_loop() -> None:
+    tools = Recorder()
+    agent = PlanningAgent(Script([plan(step("a", "weather"))]).model(), tools=[tools.tool("weather", 1)])
+    with pytest.raises(
+        UserError, match=r"^run_sync\(\) cannot be called from async code; use `await agent.run\(...\)`$"
+    ):
+        agent.run_sync("go")
+    assert tools.names() == []

@@ -62,6 +62,7 @@ from ._events import (
 )
 from ._instrument import InstrumentationSettings
 from ._observe import JsonlObserver
+from ._options import ResumeOptions, RunOptions
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
 from ._receipts import ActionReceipt, ActionStatus, receipts_from_messages
@@ -69,6 +70,7 @@ from ._result import AgentRun, AgentRunResult, StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
+from ._util import refuse_in_event_loop
 from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
@@ -150,9 +152,11 @@ __all__ = [
     "PausedStep",
     "PromptedOutput",
     "ResumeDecisions",
+    "ResumeOptions",
     "RetryPolicy",
     "RunContext",
     "RunCorrelation",
+    "RunOptions",
     "RunState",
     "RunStep",
     "SideEffect",
@@ -169,6 +173,7 @@ __all__ = [
     "ToolThreads",
     "UnexpectedModelBehavior",
     "receipts_from_messages",
+    "refuse_in_event_loop",
     "run_state_of",
     "__version__",
 ]

@@ -12,10 +12,10 @@ from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
 
 import anyio
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, UserContent
+from ferrule.core.messages import UserContent
 from ferrule.core.model import Model
 from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
@@ -33,8 +33,9 @@ from ._deferred import (
     PauseRequiredError,
 )
 from ._errors import attach_state
-from ._ext import NO_OPTIONS, RunOptions, run_options
+from ._ext import run_options
 from ._instrument import InstrumentationSettings, Tracer
+from ._options import RESUME_KEYS, RUN_KEYS, ResumeOptions, RunOptions, SharedOptions, check_keys
 from ._output import (
     NativeOutput,
     PromptedOutput,
@@ -43,16 +44,15 @@ from ._output import (
     ToolOutput,
     normalize_spec,
 )
-from ._queue import PendingMessageQueue
 from ._result import AgentRun, AgentRunResult, StreamedRunResult, streaming
 from ._run import Run
 from ._start import RunSettings, resume_run, start_run
 from ._tools import Tool, ToolLimits, as_tool
 from ._util import is_async as _is_async
+from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
-from .capabilities import Capability, CapabilityLayer, CapabilityRegistry, UnknownCapabilityError
+from .capabilities import Capability, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
-from .correlation import RunCorrelation
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 from .pricing import Pricing
@@ -90,15 +90,6 @@ class _Override:
     def __init__(self, model: Any, deps: Any) -> None:
         self.model = model
         self.deps = deps
-
-
-def _refuse_in_event_loop(method: str, async_method: str) -> None:
-    """A blocking entry point is refused (naming `method`) inside a running event loop."""
-    try:
-        anyio.get_current_task()
-    except Exception:  # no running event loop: the normal case
-        return
-    raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")
 
 
 def _retries(retries: Any, output_retries: int | None) -> tuple[int, int | None]:
@@ -382,19 +373,9 @@ class Agent(Generic[DepsT, OutputT]):
             budget = timeout if budget is None else min(budget, timeout)
         return None if budget is None else anyio.current_time() + budget
 
-    def _settings(
-        self,
-        model: Model | str | None,
-        deps: Any,
-        model_settings: ModelSettings | None,
-        usage_limits: UsageLimits | None,
-        timeout: float | None,
-        options: RunOptions,
-        correlation: RunCorrelation | None,
-        trace_parent: Any,
-        *,
-        cancellable: bool = False,
-    ) -> RunSettings:
+    def _settings(self, options: SharedOptions[Any], cancellable: bool) -> RunSettings:
+        model = options.get("model")
+        deps = options.get("deps")
         override = self._override.get()
         if override is not None:
             if not isinstance(override.model, _Unset):
@@ -404,72 +385,62 @@ class Agent(Generic[DepsT, OutputT]):
         return RunSettings(
             model=self._resolve_model(model),
             deps=deps,
-            layers=(self.model_settings, model_settings),
-            usage_limits=usage_limits or self.usage_limits or _DEFAULT_LIMITS,
-            deadline=self._deadline(timeout),
+            layers=(self.model_settings, options.get("model_settings")),
+            usage_limits=options.get("usage_limits") or self.usage_limits or _DEFAULT_LIMITS,
+            deadline=self._deadline(options.get("timeout")),
             cancellable=cancellable,
-            options=options,
-            correlation=correlation,
-            trace_parent=trace_parent,
+            options=run_options(
+                options.get("toolsets", ()),
+                options.get("capabilities", ()),
+                options.get("capability_layers", ()),
+                options.get("history_processors", ()),
+                options.get("context_budget"),
+                options.get("pending_messages"),
+            ),
+            correlation=options.get("correlation"),
+            trace_parent=options.get("trace_parent"),
         )
 
     async def _start(
         self,
+        method: str,
         prompt: str | Sequence[UserContent] | None,
-        *,
-        message_history: Sequence[Message] | None,
-        deps: Any,
-        model: Model | str | None,
-        model_settings: ModelSettings | None,
-        usage_limits: UsageLimits | None,
-        instructions: str | Sequence[str] | None,
-        timeout: float | None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
+        options: RunOptions[Any],
         cancellable: bool = False,
-        options: RunOptions = NO_OPTIONS,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
     ) -> Run:
-        given = self._settings(
-            model,
-            deps,
-            model_settings,
-            usage_limits,
-            timeout,
-            options,
-            correlation,
-            trace_parent,
-            cancellable=cancellable,
+        check_keys(method, options, RUN_KEYS)
+        given = self._settings(options, cancellable)
+        return await start_run(
+            self._core, given, prompt, options.get("message_history"), options.get("instructions")
         )
-        return await start_run(self._core, given, prompt, message_history, instructions)
 
-    def _resume_run(
+    async def _resume_run(
         self,
-        state: PausedState | Paused | bytes | str,
-        decisions: Mapping[str, Decision] | bytes | str,
-        *,
-        deps: Any,
-        model: Model | str | None,
-        model_settings: ModelSettings | None,
-        usage_limits: UsageLimits | None,
-        timeout: float | None,
-        integrity_key: bytes | None,
+        method: str,
+        state: PausedState | Paused | bytes | str | None,
+        decisions: Mapping[str, Decision] | bytes | str | None,
+        options: ResumeOptions[Any],
         cancellable: bool = False,
-        options: RunOptions = NO_OPTIONS,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
     ) -> Run:
-        given = self._settings(
-            model,
-            deps,
-            model_settings,
-            usage_limits,
-            timeout,
-            options,
-            correlation,
-            trace_parent,
-            cancellable=cancellable,
+        check_keys(method, options, RESUME_KEYS)
+        state, decisions = await self._checkpoint(
+            state, decisions, options.get("run_id"), options.get("state_id")
         )
-        return resume_run(self._core, given, state, decisions, integrity_key)
+        given = self._settings(options, cancellable)
+        return resume_run(self._core, given, state, decisions, options.get("integrity_key"))
+
+    async def _continue(
+        self,
+        results: DeferredToolResults,
+        prompt: str | Sequence[UserContent] | None,
+        options: RunOptions[Any],
+    ) -> Run:
+        """The run a PydanticAI-style `run(message_history=..., deferred_tool_results=...)` continues."""
+        check_keys("run", options, RUN_KEYS)
+        state, decisions = await continued_state(
+            self._core, results, options.get("message_history"), prompt, options.get("instructions")
+        )
+        return resume_run(self._core, self._settings(options, False), state, decisions, None)
 
     async def _checkpoint(
         self,
@@ -501,73 +472,25 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
-        message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        instructions: str | Sequence[str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
         deferred_tool_results: DeferredToolResults | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AgentRunResult[OutputT]:
         """Run until the model produces valid output; returns the result.
 
         Raises `PauseRequiredError` if a tool needs approval or external execution: use
         `run_until_pause` for agents with deferred tools, or list `DeferredToolRequests` in the
         output types to end the run with it, then continue it with `deferred_tool_results=` and
-        the run's history (PydanticAI's form; see docs/agent.md). `event_handler`, when given, receives every
-        stream event (the model is then called in streaming mode). `correlation` (a
-        `RunCorrelation`) reaches the `run_start` hook event and the agent span; `trace_parent` (an
-        OpenTelemetry `Context`) is the agent span's parent. Every entry point takes both.
+        the run's history (PydanticAI's form; see docs/agent.md). `event_handler`, when given,
+        receives every stream event (the model is then called in streaming mode). The keyword
+        options are [`RunOptions`][ferrule.agent.RunOptions]: `correlation` (a `RunCorrelation`)
+        reaches the `run_start` hook event and the agent span; `trace_parent` (an OpenTelemetry
+        `Context`) is the agent span's parent. Every entry point takes both.
         """
-        options = run_options(
-            toolsets,
-            capabilities,
-            capability_layers,
-            history_processors,
-            context_budget,
-            pending_messages,
-        )
         if deferred_tool_results is not None:
-            state, decisions = await continued_state(
-                self._core, deferred_tool_results, message_history, user_prompt, instructions
-            )
-            run = self._resume_run(
-                state,
-                decisions,
-                deps=deps,
-                model=model,
-                model_settings=model_settings,
-                usage_limits=usage_limits,
-                timeout=timeout,
-                integrity_key=None,
-                options=options,
-                correlation=correlation,
-                trace_parent=trace_parent,
-            )
+            run = await self._continue(deferred_tool_results, user_prompt, options)
         else:
-            run = await self._start(
-                user_prompt,
-                message_history=message_history,
-                deps=deps,
-                model=model,
-                model_settings=model_settings,
-                usage_limits=usage_limits,
-                instructions=instructions,
-                timeout=timeout,
-                correlation=correlation,
-                trace_parent=trace_parent,
-                options=options,
-            )
+            run = await self._start("run", user_prompt, options)
         await run.run_to_end(event_handler)
         if run.paused is not None and not end_with_requests(run):
             error = PauseRequiredError(run.paused)
@@ -579,46 +502,16 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
-        message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        instructions: str | Sequence[str] | None = None,
-        timeout: float | None = None,
         backend: str = "asyncio",
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
         deferred_tool_results: DeferredToolResults | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AgentRunResult[OutputT]:
-        """The blocking form of `run`, for code without an event loop."""
+        """The blocking form of `run` (same keyword options), for code without an event loop."""
+        check_keys("run_sync", options, RUN_KEYS)
         call = functools.partial(
-            self.run,
-            user_prompt,
-            message_history=message_history,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            instructions=instructions,
-            timeout=timeout,
-            toolsets=toolsets,
-            capabilities=capabilities,
-            capability_layers=capability_layers,
-            history_processors=history_processors,
-            context_budget=context_budget,
-            pending_messages=pending_messages,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            deferred_tool_results=deferred_tool_results,
+            self.run, user_prompt, deferred_tool_results=deferred_tool_results, **options
         )
-        _refuse_in_event_loop("run_sync", "run")
+        refuse_in_event_loop("run_sync", "run")
         try:
             return anyio.run(call, backend=backend)
         except PauseRequiredError as exc:
@@ -630,11 +523,13 @@ class Agent(Generic[DepsT, OutputT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
         backend: str = "asyncio",
-        **options: Any,
+        event_handler: Callable[[Any], Awaitable[None]] | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AgentRunResult[OutputT] | Paused:
         """The blocking form of `run_until_pause` (same keyword options), for code without an event loop."""
-        call = functools.partial(self.run_until_pause, user_prompt, **options)
-        _refuse_in_event_loop("run_until_pause_sync", "run_until_pause")
+        check_keys("run_until_pause_sync", options, RUN_KEYS)
+        call = functools.partial(self.run_until_pause, user_prompt, event_handler=event_handler, **options)
+        refuse_in_event_loop("run_until_pause_sync", "run_until_pause")
         return anyio.run(call, backend=backend)
 
     def resume_sync(
@@ -643,11 +538,13 @@ class Agent(Generic[DepsT, OutputT]):
         decisions: Mapping[str, Decision] | bytes | str,
         *,
         backend: str = "asyncio",
-        **options: Any,
+        event_handler: Callable[[Any], Awaitable[None]] | None = None,
+        **options: Unpack[ResumeOptions[DepsT]],
     ) -> AgentRunResult[OutputT] | Paused:
         """The blocking form of `resume` (same keyword options): a synchronous approval round trip."""
-        call = functools.partial(self.resume, state, decisions, **options)
-        _refuse_in_event_loop("resume_sync", "resume")
+        check_keys("resume_sync", options, RESUME_KEYS)
+        call = functools.partial(self.resume, state, decisions, event_handler=event_handler, **options)
+        refuse_in_event_loop("resume_sync", "resume")
         return anyio.run(call, backend=backend)
 
     @contextlib.contextmanager
@@ -674,44 +571,11 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
-        message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        instructions: str | Sequence[str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AgentRunResult[OutputT] | Paused:
         """Run until output, or until deferred calls need decisions (then returns `Paused`)."""
-        run = await self._start(
-            user_prompt,
-            message_history=message_history,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            instructions=instructions,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
-        )
+        run = await self._start("run_until_pause", user_prompt, options)
         await run.run_to_end(event_handler)
         return run.paused if run.paused is not None else AgentRunResult(run)
 
@@ -720,23 +584,8 @@ class Agent(Generic[DepsT, OutputT]):
         state: PausedState | Paused | bytes | str | None = None,
         decisions: Mapping[str, Decision] | bytes | str | None = None,
         *,
-        run_id: str | None = None,
-        state_id: str | None = None,
-        deps: DepsT = None,
-        integrity_key: bytes | None = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
         event_handler: Callable[[Any], Awaitable[None]] | None = None,
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
+        **options: Unpack[ResumeOptions[DepsT]],
     ) -> AgentRunResult[OutputT] | Paused:
         """Continue a paused run with exactly one decision per pending call.
 
@@ -748,29 +597,10 @@ class Agent(Generic[DepsT, OutputT]):
         Pass the state, or `run_id=` to load the run's latest checkpoint from the agent's
         `checkpoint_store` (`state_id=` pins the checkpoint the decisions were made for). Either
         way the state is claimed once, atomically, before any call runs: resuming it again raises
-        `CheckpointConsumedError` and executes nothing.
+        `CheckpointConsumedError` and executes nothing. The keyword options are
+        [`ResumeOptions`][ferrule.agent.ResumeOptions].
         """
-        state, decisions = await self._checkpoint(state, decisions, run_id, state_id)
-        run = self._resume_run(
-            state,
-            decisions,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            integrity_key=integrity_key,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
-        )
+        run = await self._resume_run("resume", state, decisions, options)
         await run.run_to_end(event_handler)
         return run.paused if run.paused is not None else AgentRunResult(run)
 
@@ -778,45 +608,10 @@ class Agent(Generic[DepsT, OutputT]):
     async def iter(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        *,
-        message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        instructions: str | Sequence[str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncGenerator[AgentRun[OutputT]]:
         """Drive the run one step at a time: `async with agent.iter(...) as run: async for step in run`."""
-        run = await self._start(
-            user_prompt,
-            message_history=message_history,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            instructions=instructions,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            cancellable=True,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
-        )
+        run = await self._start("iter", user_prompt, options, cancellable=True)
         async with run.session():
             yield AgentRun(run)
 
@@ -824,45 +619,10 @@ class Agent(Generic[DepsT, OutputT]):
     async def run_stream(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        *,
-        message_history: Sequence[Message] | None = None,
-        deps: DepsT = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        instructions: str | Sequence[str] | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """Stream the run: `async with agent.run_stream(...) as stream: async for event in stream`."""
-        run = await self._start(
-            user_prompt,
-            message_history=message_history,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            instructions=instructions,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            cancellable=True,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
-        )
+        run = await self._start("run_stream", user_prompt, options, cancellable=True)
         async with streaming(run) as stream:
             yield stream
 
@@ -871,47 +631,10 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         state: PausedState | Paused | bytes | str | None = None,
         decisions: Mapping[str, Decision] | bytes | str | None = None,
-        *,
-        run_id: str | None = None,
-        state_id: str | None = None,
-        deps: DepsT = None,
-        integrity_key: bytes | None = None,
-        model: Model | str | None = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the run deadline, enforced by the loop's cancel scope
-        toolsets: Sequence[AbstractToolset[DepsT]] = (),
-        capabilities: Sequence[Capability[DepsT]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Callable[..., Any]] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-        correlation: RunCorrelation | None = None,
-        trace_parent: Any = None,
+        **options: Unpack[ResumeOptions[DepsT]],
     ) -> AsyncGenerator[StreamedRunResult[OutputT]]:
         """`resume`, streamed like `run_stream`."""
-        state, decisions = await self._checkpoint(state, decisions, run_id, state_id)
-        run = self._resume_run(
-            state,
-            decisions,
-            deps=deps,
-            model=model,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            timeout=timeout,
-            correlation=correlation,
-            trace_parent=trace_parent,
-            integrity_key=integrity_key,
-            cancellable=True,
-            options=run_options(
-                toolsets,
-                capabilities,
-                capability_layers,
-                history_processors,
-                context_budget,
-                pending_messages,
-            ),
-        )
+        run = await self._resume_run("resume_stream", state, decisions, options, cancellable=True)
         async with streaming(run) as stream:
             yield stream
 

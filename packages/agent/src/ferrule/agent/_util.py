@@ -6,6 +6,9 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias, cast
 
+import anyio
+
+from ferrule.core.errors import UserError
 from ferrule.core.settings import ModelSettings, merge_settings
 
 __all__ = [
@@ -15,6 +18,7 @@ __all__ = [
     "is_async",
     "merged_settings",
     "normalize_callback",
+    "refuse_in_event_loop",
     "takes_ctx",
 ]
 
@@ -73,3 +77,15 @@ async def instruction_texts(ctx: Any, items: Iterable[InstructionItem]) -> list[
         if value:
             texts.append(cast("str", value))
     return texts
+
+
+def refuse_in_event_loop(method: str, async_method: str) -> None:
+    """Refuse the blocking entry point `method` inside a running event loop, naming the `async_method` to await.
+
+    The caller then runs its coroutine with `anyio.run` itself: the guard adds no frame to the run.
+    """
+    try:
+        anyio.get_current_task()
+    except Exception:  # no running event loop: the normal case
+        return
+    raise UserError(f"{method}() cannot be called from async code; use `await agent.{async_method}(...)`")

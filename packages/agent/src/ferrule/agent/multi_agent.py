@@ -33,6 +33,7 @@ the session's `trace_parent`, so hooks and OpenTelemetry can rebuild the tree.
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -429,6 +430,9 @@ class Scope:
         scope = Scope(session, depth=depth, deps=run_deps, messages=list(history), inherited=self.inherited)
         token = _CURRENT.set(scope)
         result: AgentRunResult[Any] | None = None
+        record = functools.partial(
+            RunRecord, index=index, transition=transition, depth=depth, agent_name=agent.name
+        )
         try:
             with session.cancel_scope():
                 result = await agent.run(
@@ -442,43 +446,14 @@ class Scope:
                 )
         except BaseException as exc:
             state = run_state_of(exc)
-            session.records.append(
-                RunRecord(
-                    index=index,
-                    transition=transition,
-                    depth=depth,
-                    agent_name=agent.name,
-                    run_id=None,
-                    ok=False,
-                    error=type(exc).__name__,
-                )
-            )
+            session.records.append(record(run_id=None, ok=False, error=type(exc).__name__))
             session.account(state.usage if state is not None else None)
             raise
         finally:
             _CURRENT.reset(token)
         if result is None:  # the cancel scope swallowed a session-wide cancellation
-            session.records.append(
-                RunRecord(
-                    index=index,
-                    transition=transition,
-                    depth=depth,
-                    agent_name=agent.name,
-                    run_id=None,
-                    ok=False,
-                    error="RunCancelledError",
-                )
-            )
+            session.records.append(record(run_id=None, ok=False, error="RunCancelledError"))
             raise RunCancelledError(f"the {transition} to {agent.name!r} was cancelled with its session")
-        session.records.append(
-            RunRecord(
-                index=index,
-                transition=transition,
-                depth=depth,
-                agent_name=agent.name,
-                run_id=result.run_id,
-                ok=True,
-            )
-        )
+        session.records.append(record(run_id=result.run_id, ok=True))
         session.account(result.usage)
         return result

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeAlias, cast, overload
+from typing import Any, Generic, Self, TypeAlias, TypeVar, cast, overload
 
 from ferrule.core.model import ToolDefinition
 
@@ -45,8 +45,12 @@ __all__ = [
     "RenamedToolset",
     "ToolsetPreparer",
     "WrapperToolset",
+    "enter_all",
+    "exit_entered",
     "tools_of",
 ]
+
+_ToolsetT = TypeVar("_ToolsetT", bound="AbstractToolset[Any]")
 
 ToolsetPreparer: TypeAlias = Callable[
     [RunContext[Any], list[ToolDefinition]],
@@ -216,13 +220,7 @@ class CombinedToolset(AbstractToolset[DepsT]):
         return tools
 
     async def __aenter__(self) -> Self:
-        try:
-            for toolset in self.toolsets:
-                await toolset.__aenter__()
-                self._entered.append(toolset)
-        except BaseException as exc:
-            await self._exit_entered(type(exc), exc, exc.__traceback__)
-            raise
+        await enter_all(self.toolsets, self._entered)
         return self
 
     async def __aexit__(
@@ -231,13 +229,33 @@ class CombinedToolset(AbstractToolset[DepsT]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._exit_entered(exc_type, exc, tb)
+        await exit_entered(self._entered, exc_type, exc, tb)
 
-    async def _exit_entered(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        while self._entered:
-            await self._entered.pop().__aexit__(exc_type, exc, tb)
+
+async def enter_all(toolsets: Iterable[_ToolsetT], entered: list[_ToolsetT]) -> None:
+    """Enter `toolsets` in order, appending each to `entered` once it is entered.
+
+    If one fails to enter, those already entered are exited (newest first) with the error, which
+    is then raised.
+    """
+    try:
+        for toolset in toolsets:
+            await toolset.__aenter__()
+            entered.append(toolset)
+    except BaseException as exc:
+        await exit_entered(entered, type(exc), exc, exc.__traceback__)
+        raise
+
+
+async def exit_entered(
+    entered: list[_ToolsetT],
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """Exit the toolsets in `entered`, newest first, emptying the list."""
+    while entered:
+        await entered.pop().__aexit__(exc_type, exc, tb)
 
 
 class WrapperToolset(AbstractToolset[DepsT]):

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypedDict, cast
+from typing import Any, Generic, Literal, TypeAlias, cast
 
 import anyio
 import msgspec
 from typing_extensions import TypeVar
 
-from ferrule.agent import Agent, AgentRunResult, AgentStreamEvent, Paused, RunCorrelation, durable
+from ferrule.agent import Agent, AgentRunResult, AgentStreamEvent, Paused, RunCorrelation, RunOptions, durable
 from ferrule.agent.exceptions import PausedStateError, RunCancelledError
 from ferrule.core import history
 from ferrule.core.messages import Message, UserContent
@@ -54,12 +54,6 @@ from ferrule.core.usage import RunUsage
 from ._errors import StepFailed
 from ._graph import NodePaused, NodeResumeRejected
 from ._types import GraphContext, is_async_callable, pending_resumes
-
-if TYPE_CHECKING:
-    from ferrule.agent import AbstractToolset, Capability, CapabilityLayer, ContextBudget, PendingMessageQueue
-    from ferrule.core.model import Model
-    from ferrule.core.settings import ModelSettings
-    from ferrule.core.usage import UsageLimits
 
 __all__ = [
     "AgentNode",
@@ -86,24 +80,8 @@ AgentNodePhase: TypeAlias = Literal["prepare", "agent", "stream", "apply"]
 Prompt: TypeAlias = "str | Sequence[UserContent] | None"
 
 
-class AgentRunOptions(TypedDict, total=False):
-    """Keyword arguments of `Agent.run` that `prepare` may return with the prompt."""
-
-    message_history: Sequence[Message] | None
-    deps: Any
-    model: Model | str | None
-    model_settings: ModelSettings | None
-    usage_limits: UsageLimits | None
-    instructions: str | Sequence[str] | None
-    timeout: float | None
-    toolsets: Sequence[AbstractToolset[Any]]
-    capabilities: Sequence[Capability[Any]]
-    capability_layers: Sequence[CapabilityLayer]
-    history_processors: Sequence[Callable[..., Any]]
-    context_budget: ContextBudget | None
-    pending_messages: PendingMessageQueue | None
-    correlation: RunCorrelation | None
-    trace_parent: Any
+AgentRunOptions: TypeAlias = RunOptions[Any]
+"""Keyword arguments of `Agent.run` that `prepare` may return with the prompt: `ferrule.agent.RunOptions`."""
 
 
 # `resume` continues the paused history with the paused instructions: these two do not apply.

@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any, Self, cast
 
 from ferrule.agent import ModelRetry, RunContext, Tool, ToolReturn
-from ferrule.agent.toolsets import AbstractToolset
+from ferrule.agent.toolsets import AbstractToolset, enter_all, exit_entered
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelRequest, ToolReturnPart
 
@@ -145,13 +145,7 @@ class MCPCapabilityProvider(AbstractToolset[Any]):
         return tools
 
     async def __aenter__(self) -> Self:
-        try:
-            for server in self.servers.values():
-                await server.__aenter__()
-                self._entered.append(server)
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+        await enter_all(self.servers.values(), self._entered)
         return self
 
     async def __aexit__(
@@ -160,5 +154,4 @@ class MCPCapabilityProvider(AbstractToolset[Any]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        while self._entered:
-            await self._entered.pop().__aexit__(exc_type, exc, tb)
+        await exit_entered(self._entered, exc_type, exc, tb)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ferrule.agent import Agent, Tool, ToolThreads
+from ferrule.agent import Agent, Tool, ToolThreads, refuse_in_event_loop
 from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
@@ -317,12 +317,7 @@ class PlanningAgent:
         backend: str = "asyncio",
     ) -> PlanningResult:
         """The blocking form of `run`, for code without an event loop."""
-        try:
-            anyio.get_current_task()
-        except Exception:  # no running event loop: the normal case
-            pass
-        else:
-            raise UserError("run_sync() cannot be called from async code; use `await agent.run(...)`")
+        refuse_in_event_loop("run_sync", "run")
         call = functools.partial(self.run, prompt, mode=mode, deps=deps, trace=trace)
         return anyio.run(call, backend=backend)
 
