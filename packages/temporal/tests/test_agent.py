@@ -10,13 +10,14 @@ import importlib.util
 import json
 import uuid
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
-from ferrule.agent import Agent, Approved, DeferredCall
+from ferrule.agent import Agent, Approved, DeferredCall, Tool
 from ferrule.agent.durable import DurableError, MissingWorkerRegistrationError
 from ferrule.agent.testing import TestModel
+from ferrule.agent.toolsets import FunctionToolset
 from ferrule.durable.temporal import PendingApproval, TemporalAgent, registered
 from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
 from tests.support.crash import Worker, effects
@@ -127,23 +128,26 @@ def test_killed_during_a_stream_delivers_no_committed_event_twice(
 def test_mcp_tools_run_as_activities_on_the_worker(
     temporal_server: str, chat_server: StartChatServer, tmp_path: Path
 ) -> None:
-    server = chat_server(
-        [Turn(tool_calls=[("get_current_time", {"timezone": "UTC"})]), Turn(text="It is now.")]
-    )
+    calls: list[tuple[str, dict[str, Any]]] = [("zone", {}), ("get_current_time", {"timezone": "UTC"})]
+    server = chat_server([Turn(tool_calls=calls), Turn(text="It is now.")])
     lines = worker(temporal_server, server, tmp_path, "mcp").finish()
     assert "result It is now." in lines
     assert dict(server.served) == {0: 1, 1: 1}
     # The model saw the MCP server's tools, and got the real server's answer to the call.
     offered = {tool["function"]["name"] for tool in server.bodies[0]["tools"]}
     assert {"get_current_time", "convert_time"} <= offered
-    (result,) = [m for m in server.bodies[1]["messages"] if m["role"] == "tool"]
-    answer = json.loads(result["content"])
+    results = {m["tool_call_id"]: m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"}
+    assert results["call_0_0"] == "UTC"
+    answer = json.loads(results["call_0_1"])
     assert answer["timezone"] == "UTC"
     stamp = datetime.datetime.fromisoformat(answer["datetime"])
     assert stamp.utcoffset() == datetime.timedelta(0)
     history = history_text(next(line for line in lines if line.startswith("history ")))
     assert "ferrule.mcp_request" in history, "the MCP call is an activity"
-    assert "step.0.mcp_request.call_0_0" in history
+    assert "step.0.mcp_request.call_0_1" in history
+    # The workflow-origin tool ran inline in workflow code: no activity, no step of its own.
+    assert "step.0.tool_call.call_0_0" not in history
+    assert "ferrule.tool_call" not in history
 
 
 def test_a_non_idempotent_call_whose_worker_died_is_unknown_and_not_retried(
@@ -181,6 +185,15 @@ def test_an_approval_waits_across_a_worker_restart_and_is_applied_once(
     assert dict(server.served) == {0: 1, 1: 1}
 
 
+def test_result_of_a_terminated_run_is_a_persisted_failure(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    server = chat_server(THREE_STEPS, hold=Hold(turn=0))
+    lines = worker(temporal_server, server, tmp_path, "terminate").finish()
+    (failed,) = [line for line in lines if line.startswith("failed: ")]
+    assert failed.endswith("ended without an output (TERMINATED); it will not resume")
+
+
 def test_registration_is_checked() -> None:
     with pytest.raises(MissingWorkerRegistrationError, match="no TemporalAgent named 'nobody'"):
         registered("nobody")
@@ -189,6 +202,32 @@ def test_registration_is_checked() -> None:
         TemporalAgent(Agent(TestModel()), name="checked-once")
     with pytest.raises(DurableError, match="has no model"):
         TemporalAgent(Agent(), name="modelless")
+
+
+@pytest.mark.anyio
+async def test_toolsets_are_entered_and_listed_on_the_worker() -> None:
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    toolset = FunctionToolset([Tool(lookup, side_effect="read_only")])
+    durable = TemporalAgent(Agent(TestModel()), name=f"with-toolset-{uuid.uuid4().hex}", toolsets=[toolset])
+    with pytest.raises(MissingWorkerRegistrationError, match="not entered on this worker"):
+        durable.offered()
+    async with durable:
+        assert durable.tool("lookup").name == "lookup"
+        (offered,) = durable.offered()
+        assert isinstance(offered, FunctionToolset)
+        assert [t.name for t in offered.tools] == ["lookup"]
+        with pytest.raises(MissingWorkerRegistrationError, match="has no tool 'other'"):
+            durable.tool("other")
+    with pytest.raises(MissingWorkerRegistrationError, match="not entered"):
+        durable.tool("lookup")
+    clash = TemporalAgent(
+        Agent(TestModel(), tools=[lookup]), name=f"clash-{uuid.uuid4().hex}", toolsets=[toolset]
+    )
+    with pytest.raises(DurableError, match="two tools named 'lookup'"):
+        await clash.__aenter__()
 
 
 @pytest.mark.anyio

@@ -12,6 +12,7 @@ the agent on TASK_QUEUE, starts the run WORKFLOW_ID of "add twice" (or attaches 
 - `mcp`: the agent's tools include those of the real `mcp-server-time` MCP server (stdio), entered
   on the worker; the prompt is "what time is it".
 - `crash-in-charge`: the non-idempotent `charge` tool SIGKILLs itself after recording its effect.
+- `terminate`: terminate the run, then print `failed: <error>` (what `result()` raises).
 - `pause`: print `suspended: <error>` (what `result()` raises) and `paused <n> <call IDs>` once
   the run waits for approval, then wait to be killed.
 - `approve` / `deny`: decide the pending `ship` call, print `repeat rejected` when a second
@@ -34,7 +35,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import Worker
 
 from ferrule.agent import Agent, Approved, Denied, Tool
-from ferrule.agent.durable import CheckpointedStreamSink, PersistedSuspensionError
+from ferrule.agent.durable import CheckpointedStreamSink, PersistedFailureError, PersistedSuspensionError
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.durable.temporal import (
     ACTIVITIES,
@@ -78,12 +79,22 @@ def ship(order: str) -> str:
     return f"shipped {order}"
 
 
+async def zone() -> str:
+    """The customer's time zone (workflow-origin: deterministic, runs inline in workflow code)."""
+    return "UTC"
+
+
 provider = OpenAIProvider(
     api_key=API_KEY, base_url=BASE_URL, url_policy=UrlPolicy.local(BASE_URL.removesuffix("/v1"))
 )
 agent = Agent(
     OpenAIChatModel("gpt-4o", provider=provider),
-    tools=[Tool(add, side_effect="idempotent"), Tool(charge), Tool(ship, requires_approval=True)],
+    tools=[
+        Tool(add, side_effect="idempotent"),
+        Tool(charge),
+        Tool(ship, requires_approval=True),
+        Tool(zone, side_effect="read_only", origin="workflow"),
+    ],
 )
 
 
@@ -135,6 +146,13 @@ async def main() -> None:
             handle = await durable.start(client, prompt, task_queue=QUEUE, workflow_id=WORKFLOW_ID)
         except WorkflowAlreadyStartedError:
             handle = client.get_workflow_handle(WORKFLOW_ID, result_type=str)
+        if MODE == "terminate":
+            await handle.terminate("stopped by the test")
+            try:
+                await durable.result(handle)
+            except PersistedFailureError as exc:
+                print(f"failed: {exc}", flush=True)
+            return
         if MODE in ("pause", "approve", "deny"):
             pending = None
             while pending is None:
