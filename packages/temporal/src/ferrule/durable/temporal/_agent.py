@@ -196,16 +196,20 @@ class TemporalAgent:
     def listed(self) -> dict[str, Tool[Any]]:
         """The toolsets' tools by name, as listed when the worker entered them."""
         if self._listed is None:
-            raise MissingWorkerRegistrationError(
-                f"TemporalAgent {self.name!r} has toolsets that are not entered on this worker; run the "
-                "worker inside `async with durable:` so it can list and call their tools"
-            )
+            raise self._not_entered()
         return self._listed
 
     def offered(self) -> list[AbstractToolset[Any]]:
         """The run-level toolsets the workflow passes to the agent (the listed tools, fixed)."""
-        self.listed  # noqa: B018 - refuses a worker that did not enter the toolsets
+        if self._listed is None:
+            raise self._not_entered()
         return self._offered
+
+    def _not_entered(self) -> MissingWorkerRegistrationError:
+        return MissingWorkerRegistrationError(
+            f"TemporalAgent {self.name!r} has toolsets that are not entered on this worker; run the "
+            "worker inside `async with durable:` so it can list and call their tools"
+        )
 
     # --- client side ---------------------------------------------------------------------------
 
