@@ -53,6 +53,8 @@ class ChatServer:
     served: Counter[int] = field(default_factory=Counter[int])
     authorizations: list[str] = field(default_factory=list[str])
     """Every `Authorization` header received, in order."""
+    bodies: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """Every request body received (its JSON), in order."""
     holding: threading.Event = field(default_factory=threading.Event)
     """Set when the held request has been received (and, streamed, its first events sent)."""
 
@@ -84,6 +86,7 @@ class ChatServer:
         with self._lock:
             self.served[turn] += 1
             self.authorizations.append(request.headers.get("authorization", ""))
+            self.bodies.append(body)
             hold = self.hold is not None and self.hold.turn == turn and not self._held
             if hold:
                 self._held = True

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ferrule.agent.testing import TestModel
 from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval, database_url
 from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
 from tests.support.crash import Worker, effects
+from tests.support.streams import assert_delivered_once, wait_until_settled
 
 from .conftest import WORKERS
 
@@ -110,33 +110,14 @@ def test_killed_during_a_stream_delivers_no_committed_event_twice(
     first = worker(database, server, tmp_path, "stream")
     assert server.holding.wait(timeout=120), "the third request should have been held mid-stream"
     events_log, commits_log = tmp_path / "events.log", tmp_path / "commits.log"
-
-    def settled() -> bool:  # the first words delivered, and every delivered event committed
-        delivered = effects(events_log)
-        return any("content_delta='The'" in line for line in delivered) and len(effects(commits_log)) == len(
-            delivered
-        )
-
-    deadline = time.monotonic() + 120  # a safety net while the worker delivers what it received
-    while not settled() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until_settled(events_log, commits_log)
     first.kill()
     delivered_before = effects(events_log)
     assert any("content_delta='The'" in line for line in delivered_before), "some text was delivered"
     assert "result The sums are 3 and 7." in finished(database, server, tmp_path, "stream")
     assert dict(server.served) == {0: 1, 1: 1, 2: 2}
     assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"]
-    events = effects(events_log)
-    assert events[: len(delivered_before)] == delivered_before
-    rest = events[len(delivered_before) :]
-    if rest and rest[0] == delivered_before[-1]:
-        # Killed between delivering an event and committing it: that one event comes again.
-        rest = rest[1:]
-    unique = delivered_before + rest
-    assert len(set(unique)) == len(unique), f"a committed event was delivered twice: {events}"
-    commits = [int(line.split(" ")[1]) for line in effects(commits_log)]
-    assert commits == list(range(len(unique))), "every ordinal committed once, in order"
-    assert "completed ['The sums are 3 and 7.']" in unique
+    assert_delivered_once(events_log, commits_log, delivered_before, "completed ['The sums are 3 and 7.']")
 
 
 def test_a_non_idempotent_call_interrupted_by_a_crash_is_unknown_and_not_retried(

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
+import importlib.util
 import json
 import uuid
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
-from ferrule.agent import Agent, Approved, DeferredCall
+from ferrule.agent import Agent, Approved, DeferredCall, Tool
 from ferrule.agent.durable import DurableError, MissingWorkerRegistrationError
 from ferrule.agent.testing import TestModel
+from ferrule.agent.toolsets import FunctionToolset
 from ferrule.durable.temporal import PendingApproval, TemporalAgent, registered
 from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
 from tests.support.crash import Worker, effects
+from tests.support.streams import assert_delivered_once, wait_until_settled
 
 from .conftest import WORKERS
 
@@ -81,6 +85,71 @@ def test_a_worker_killed_mid_run_is_replaced_without_repeats(
     assert API_KEY not in history
 
 
+def test_a_worker_killed_right_after_the_first_tool_call_repeats_nothing(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # The worker dies as the second model request activity starts, before it sends anything: the
+    # first tool call's activity has completed and is recorded in the history.
+    server = chat_server(THREE_STEPS)
+    first = worker(temporal_server, server, tmp_path, "crash-before-request-1")
+    first.process.wait(timeout=120)
+    assert first.process.returncode == -9, "the first worker should have killed itself"
+    assert effects(tmp_path / "effects.log") == ["add 1 2"]
+    assert dict(server.served) == {0: 1}
+    lines = worker(temporal_server, server, tmp_path, "run").finish()
+    assert "result The sums are 3 and 7." in lines
+    assert dict(server.served) == {0: 1, 1: 1, 2: 1}, "each model request exactly once"
+    assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"], "each tool call exactly once"
+
+
+def test_killed_during_a_stream_delivers_no_committed_event_twice(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # The final answer's stream stops after its first words; the worker dies there and the next
+    # worker runs the model request activity again, skipping the events already committed.
+    server = chat_server(THREE_STEPS, hold=Hold(turn=2, after_events=3))
+    first = worker(temporal_server, server, tmp_path, "stream")
+    assert server.holding.wait(timeout=120), "the third request should have been held mid-stream"
+    events_log, commits_log = tmp_path / "events.log", tmp_path / "commits.log"
+    wait_until_settled(events_log, commits_log)
+    first.kill()
+    delivered_before = effects(events_log)
+    assert any("content_delta='The'" in line for line in delivered_before), "some text was delivered"
+    lines = worker(temporal_server, server, tmp_path, "stream").finish()
+    assert "result The sums are 3 and 7." in lines
+    assert dict(server.served) == {0: 1, 1: 1, 2: 2}, "only the interrupted request is repeated"
+    assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"]
+    assert_delivered_once(events_log, commits_log, delivered_before, "completed ['The sums are 3 and 7.']")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mcp_server_time") is None, reason="mcp-server-time is not installed"
+)
+def test_mcp_tools_run_as_activities_on_the_worker(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [("zone", {}), ("get_current_time", {"timezone": "UTC"})]
+    server = chat_server([Turn(tool_calls=calls), Turn(text="It is now.")])
+    lines = worker(temporal_server, server, tmp_path, "mcp").finish()
+    assert "result It is now." in lines
+    assert dict(server.served) == {0: 1, 1: 1}
+    # The model saw the MCP server's tools, and got the real server's answer to the call.
+    offered = {tool["function"]["name"] for tool in server.bodies[0]["tools"]}
+    assert {"get_current_time", "convert_time"} <= offered
+    results = {m["tool_call_id"]: m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"}
+    assert results["call_0_0"] == "UTC"
+    answer = json.loads(results["call_0_1"])
+    assert answer["timezone"] == "UTC"
+    stamp = datetime.datetime.fromisoformat(answer["datetime"])
+    assert stamp.utcoffset() == datetime.timedelta(0)
+    history = history_text(next(line for line in lines if line.startswith("history ")))
+    assert "ferrule.mcp_request" in history, "the MCP call is an activity"
+    assert "step.0.mcp_request.call_0_1" in history
+    # The workflow-origin tool ran inline in workflow code: no activity, no step of its own.
+    assert "step.0.tool_call.call_0_0" not in history
+    assert "ferrule.tool_call" not in history
+
+
 def test_a_non_idempotent_call_whose_worker_died_is_unknown_and_not_retried(
     temporal_server: str, chat_server: StartChatServer, tmp_path: Path
 ) -> None:
@@ -104,12 +173,25 @@ def test_an_approval_waits_across_a_worker_restart_and_is_applied_once(
     server = chat_server([Turn(tool_calls=[("ship", {"order": "A-7"})]), Turn(text="Done.")])
     first = worker(temporal_server, server, tmp_path, "pause")
     assert first.wait_for("paused ") == "paused 0 call_0_0"
+    assert first.wait_for("suspended: ").endswith(
+        "waits for the decisions of pause 0 (ship); send them with decide()"
+    )
     first.kill()
     lines = worker(temporal_server, server, tmp_path, decision).finish()
     assert "repeat rejected" in lines, "a second decision for the same pause is refused"
     assert "result Done." in lines
+    assert "finished Done." in lines, "result() gives the output of a finished run"
     assert effects(tmp_path / "effects.log") == (["ship A-7"] if decision == "approve" else [])
     assert dict(server.served) == {0: 1, 1: 1}
+
+
+def test_result_of_a_terminated_run_is_a_persisted_failure(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    server = chat_server(THREE_STEPS, hold=Hold(turn=0))
+    lines = worker(temporal_server, server, tmp_path, "terminate").finish()
+    (failed,) = [line for line in lines if line.startswith("failed: ")]
+    assert failed.endswith("ended without an output (TERMINATED); it will not resume")
 
 
 def test_registration_is_checked() -> None:
@@ -120,6 +202,32 @@ def test_registration_is_checked() -> None:
         TemporalAgent(Agent(TestModel()), name="checked-once")
     with pytest.raises(DurableError, match="has no model"):
         TemporalAgent(Agent(), name="modelless")
+
+
+@pytest.mark.anyio
+async def test_toolsets_are_entered_and_listed_on_the_worker() -> None:
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    toolset = FunctionToolset([Tool(lookup, side_effect="read_only")])
+    durable = TemporalAgent(Agent(TestModel()), name=f"with-toolset-{uuid.uuid4().hex}", toolsets=[toolset])
+    with pytest.raises(MissingWorkerRegistrationError, match="not entered on this worker"):
+        durable.offered()
+    async with durable:
+        assert durable.tool("lookup").name == "lookup"
+        (offered,) = durable.offered()
+        assert isinstance(offered, FunctionToolset)
+        assert [t.name for t in offered.tools] == ["lookup"]
+        with pytest.raises(MissingWorkerRegistrationError, match="has no tool 'other'"):
+            durable.tool("other")
+    with pytest.raises(MissingWorkerRegistrationError, match="not entered"):
+        durable.tool("lookup")
+    clash = TemporalAgent(
+        Agent(TestModel(), tools=[lookup]), name=f"clash-{uuid.uuid4().hex}", toolsets=[toolset]
+    )
+    with pytest.raises(DurableError, match="two tools named 'lookup'"):
+        await clash.__aenter__()
 
 
 @pytest.mark.anyio

@@ -31,11 +31,11 @@ from dbos import DBOS
 from ferrule.agent import Agent, Approved, Denied, Tool
 from ferrule.agent.durable import CheckpointedStreamSink, PersistedFailureError, PersistedSuspensionError
 from ferrule.agent.hooks import HookEvent
-from ferrule.core.model import ResponseCompleted
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.durable.dbos import DBOSAgent
 from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
-from tests.support.crash import effects, record_effect
+from tests.support.crash import record_effect
+from tests.support.streams import FileStore, describe
 
 URL, WORKFLOW_ID, LOG, BASE_URL, MODE = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 API_KEY = os.environ["FERRULE_TEST_API_KEY"]
@@ -89,37 +89,6 @@ agent = Agent(
     ],
     hooks=[on_event],
 )
-
-
-class FileStore:
-    """A `StreamCheckpointStore` in a file beside the effect log that outlives the process."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    async def committed(self, checkpoint_id: str) -> int:
-        ordinals = [
-            int(line.split(" ")[1]) for line in effects(self.path) if line.startswith(checkpoint_id + " ")
-        ]
-        return max(ordinals, default=-1) + 1
-
-    async def commit(self, checkpoint_id: str, ordinal: int) -> None:
-        record_effect(self.path, f"{checkpoint_id} {ordinal}")
-
-    async def delivered(self, key: str) -> bool:
-        return f"key {key}" in effects(self.path)
-
-    async def mark_delivered(self, key: str) -> None:
-        record_effect(self.path, f"key {key}")
-
-
-def describe(event: Any) -> str:
-    if isinstance(event, ResponseCompleted):
-        return f"completed {[getattr(p, 'content', getattr(p, 'args', None)) for p in event.response.parts]}"
-    shown = next(
-        (getattr(event, a) for a in ("delta", "part", "result", "snapshot") if hasattr(event, a)), ""
-    )
-    return f"{type(event).__name__} {shown!r}"
 
 
 def stream_sink(workflow_id: str, segment: int) -> CheckpointedStreamSink:

@@ -9,7 +9,16 @@ when to choose Temporal or DBOS and how to run a worker.
 
 from __future__ import annotations
 
-from ._agent import ACTIVITIES, AgentWorkflow, PendingApproval, TemporalAgent, registered
+from ._agent import (
+    ACTIVITIES,
+    AgentWorkflow,
+    PendingApproval,
+    TemporalAgent,
+    mcp_request,
+    model_request,
+    registered,
+    tool_call,
+)
 from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
 
 __version__ = "0.1.0"
@@ -21,6 +30,9 @@ __all__ = [
     "PendingApproval",
     "TemporalAgent",
     "__version__",
+    "mcp_request",
+    "model_request",
     "registered",
+    "tool_call",
     "workflow_runner",
 ]
