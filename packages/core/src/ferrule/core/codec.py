@@ -30,7 +30,7 @@ codec for the wire format, a [`Provider`][ferrule.core.provider.Provider] for th
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import msgspec
@@ -45,7 +45,15 @@ if TYPE_CHECKING:
     from .provider import Provider, QueryParams, RequestOptions
     from .redaction import Redactor
 
-__all__ = ["Codec", "CodecModel", "StreamDecoder", "WireRequest", "completed_response", "decode_stream"]
+__all__ = [
+    "Codec",
+    "CodecModel",
+    "StreamDecoder",
+    "WireCache",
+    "WireRequest",
+    "completed_response",
+    "decode_stream",
+]
 
 
 class WireRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -106,6 +114,63 @@ def decode_stream(decoder: StreamDecoder, data: bytes) -> ModelResponse:
     return completed_response(decoder.finish())
 
 
+_fingerprint = msgspec.msgpack.Encoder().encode
+_MessageT = TypeVar("_MessageT")
+
+
+class WireCache:
+    """The wire form of history messages, encoded once and reused by later requests of one model.
+
+    A codec asks [`fragment`][ferrule.core.codec.WireCache.fragment] for each message of a request;
+    the cache answers the JSON it encoded for that same message object the last time, provided
+    the message still encodes to the same canonical bytes (a msgpack fingerprint of the whole
+    message, checked on every request, so a message changed in place is encoded again) and `view`
+    (what else the encoding depends on: the codec's dialect, provider and model) is equal. The
+    cache holds the messages it answers for, so an object ID is never reused for another message
+    while its entry lives. It is bounded by `max_bytes` (fingerprints and fragments together):
+    going over clears it. The canonical history is only read, never changed.
+    """
+
+    __slots__ = ("_entries", "_size", "max_bytes")
+
+    def __init__(self, *, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        """The most bytes of fingerprints and fragments kept before the cache is cleared."""
+        self._entries: dict[int, tuple[object, object, bytes, bytes]] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._entries = {}
+        self._size = 0
+
+    def fragment(self, message: _MessageT, view: object, encode: Callable[[_MessageT], bytes], /) -> bytes:
+        """The encoded wire fragment of `message` under `view`: cached, or `encode(message)` (then cached).
+
+        A message that cannot be fingerprinted (content msgpack cannot encode) is encoded every time.
+        """
+        try:
+            fingerprint = _fingerprint(message)
+        except (TypeError, ValueError, OverflowError):
+            return encode(message)
+        entry = self._entries.get(id(message))
+        if entry is not None and entry[0] is message and entry[2] == fingerprint and entry[1] == view:
+            return entry[3]
+        fragment = encode(message)
+        if entry is not None:
+            self._size -= len(entry[2]) + len(entry[3])
+        size = len(fingerprint) + len(fragment)
+        if self._size + size > self.max_bytes:
+            self.clear()
+        if size <= self.max_bytes:
+            self._entries[id(message)] = (message, view, fingerprint, fragment)
+            self._size += size
+        return fragment
+
+
 _ProviderT = TypeVar("_ProviderT", bound="Provider")
 
 
@@ -126,6 +191,15 @@ class CodecModel(Model, Generic[_ProviderT]):
         self._model_name = model_name
         self._provider = provider
         self.settings = settings
+        self._wire_cache: WireCache | None = None
+
+    @property
+    def wire_cache(self) -> WireCache:
+        """The encoded history messages this model's codecs reuse across requests (see `WireCache`)."""
+        cache = self._wire_cache
+        if cache is None:
+            cache = self._wire_cache = WireCache()
+        return cache
 
     @property
     def model_name(self) -> str:
