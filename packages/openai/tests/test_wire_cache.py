@@ -9,6 +9,7 @@ by a history processor, or sent to another model or dialect.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -224,35 +225,70 @@ def test_another_model_or_dialect_on_the_same_cache_is_not_served_stale_fragment
     assert_same(ModelCall(messages=history), cache, DIALECTS["deepseek"], "deepseek-reasoner")
 
 
-def test_the_cache_is_bounded_and_clears_when_full() -> None:
+def test_the_cache_is_bounded_in_bytes_and_histories() -> None:
     history = synthetic_history(30)
-    cache = WireCache(max_bytes=2_000)
-    for end in range(1, len(history) + 1):
-        assert_same(ModelCall(messages=history[:end]), cache)
-    assert 0 < len(cache) < len(history) - 1
-    tiny = WireCache(max_bytes=1)
-    assert_same(ModelCall(messages=history), tiny)
-    assert len(tiny) == 0
+    cache = WireCache(max_bytes=3_000)
+    assert_same(ModelCall(messages=history[:4]), cache)
+    assert len(cache) == 3
+    assert_same(ModelCall(messages=history), cache)
+    assert len(cache) == 0  # over the budget: encoded, not kept
+    few = WireCache(max_histories=2)
+    conversations = [synthetic_history(2) for _ in range(3)]
+    for conversation in conversations:
+        assert_same(ModelCall(messages=conversation), few)
+    assert len(few) == 2 * (len(conversations[0]) - 1)  # the oldest conversation was forgotten
+    assert_same(ModelCall(messages=conversations[0]), few)
 
 
-def test_a_message_that_cannot_be_fingerprinted_is_encoded_every_time() -> None:
+def counting_encode(calls: list[object]) -> Callable[[ModelRequest], bytes]:
+    def encode(m: ModelRequest) -> bytes:
+        calls.append(m)
+        part = m.parts[0]
+        assert isinstance(part, UserPromptPart)
+        return json.dumps({"role": "user", "content": part.content}).encode()
+
+    return encode
+
+
+def test_only_changed_and_new_messages_are_encoded_again() -> None:
+    cache = WireCache()
+    calls: list[object] = []
+    encode = counting_encode(calls)
+    history = [ModelRequest(parts=[UserPromptPart(content=f"m{i}")]) for i in range(50)]
+    first = cache.encode(history, "view", encode)
+    assert len(calls) == 50
+    history.append(ModelRequest(parts=[UserPromptPart(content="new")]))
+    calls.clear()
+    assert cache.encode(history, "view", encode) == first + b',{"role": "user", "content": "new"}'
+    assert calls == [history[-1]]
+    # Changed in place at position 20: it and everything after it are encoded again.
+    part = history[20].parts[0]
+    assert isinstance(part, UserPromptPart)
+    part.content = "changed"
+    calls.clear()
+    wire = cache.encode(history, "view", encode)
+    assert calls == history[20:]
+    assert b'"changed"' in wire
+    assert b'"m20"' not in wire
+    # Replaced by an equal but different object (a history processor's copy): encoded again.
+    history[10] = ModelRequest(parts=[UserPromptPart(content="m10")])
+    calls.clear()
+    assert cache.encode(history, "view", encode) == wire
+    assert calls == history[10:]
+    # Another view shares nothing.
+    calls.clear()
+    cache.encode(history, "other view", encode)
+    assert len(calls) == len(history)
+
+
+def test_a_history_that_cannot_be_fingerprinted_is_encoded_every_time() -> None:
     class Opaque:
         pass
 
     cache = WireCache()
-    message = ModelRequest(parts=[UserPromptPart(content="hi")])
-    calls: list[int] = []
-
-    def encode(m: ModelRequest) -> bytes:
-        calls.append(1)
-        return b'{"role":"user"}'
-
-    assert cache.fragment(message, "view", encode) == b'{"role":"user"}'
-    assert cache.fragment(message, "view", encode) == b'{"role":"user"}'
-    assert len(calls) == 1
-    message.metadata = {"opaque": Opaque()}
-    cache.fragment(message, "view", encode)
-    cache.fragment(message, "view", encode)
-    assert len(calls) == 3
-    cache.fragment(message, "other view", encode)
-    assert len(calls) == 4
+    calls: list[object] = []
+    encode = counting_encode(calls)
+    history = [ModelRequest(parts=[UserPromptPart(content="hi")], metadata={"opaque": Opaque()})]
+    assert cache.encode(history, "view", encode) == cache.encode(history, "view", encode)
+    assert len(calls) == 2
+    assert len(cache) == 0

@@ -413,10 +413,9 @@ def _encoded_messages(
     def encode(message: Message) -> bytes:
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
-    fragments = [_ENCODE(lead)[1:-1]]
-    for message in history[index:]:
-        fragments.append(cache.fragment(message, view, encode))
-    return msgspec.Raw(b"[" + b",".join(f for f in fragments if f) + b"]")
+    head = _ENCODE(lead)[1:-1]
+    tail = cache.encode(history[index:], view, encode)
+    return msgspec.Raw(b"[" + head + (b"," if head and tail else b"") + tail + b"]")
 
 
 def _request_part(
