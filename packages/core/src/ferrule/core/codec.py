@@ -154,8 +154,10 @@ class _Encoded:
         """How many leading `messages` are this history's objects and still encode to the same bytes."""
         count = min(len(messages), len(self.messages))
         same = self.messages
-        if not all(map(operator.is_, messages[:count], same[:count])):
-            count = next(i for i, (a, b) in enumerate(zip(messages, same, strict=False)) if a is not b)
+        # In C: the common case is a history that grew, or one whose last message is a new object.
+        identical = list(map(operator.is_, messages[:count], same[:count]))
+        if False in identical:
+            count = identical.index(False)
         if count == 0:
             return 0
         ends = self.fingerprint_ends
