@@ -32,7 +32,7 @@ from ferrule.core.messages import (
     UserPromptPart,
 )
 from ferrule.core.model import ModelCall
-from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import chat_codec, responses_codec
 from ferrule.providers.openai.profiles import ChatDialect, deepseek_profile, openai_chat_profile
 from tests.support.cassettes import OPENAI_FOLDERS, cassette_root, iter_interactions
 
@@ -292,3 +292,52 @@ def test_a_history_that_cannot_be_fingerprinted_is_encoded_every_time() -> None:
     assert cache.encode(history, "view", encode) == cache.encode(history, "view", encode)
     assert len(calls) == 2
     assert len(cache) == 0
+
+
+# --- the Responses codec ---------------------------------------------------------------------------
+
+
+def assert_same_responses(call: ModelCall, cache: WireCache, model: str = "gpt-5") -> bytes:
+    cached = responses_codec.ResponsesCodec(model_name=model, wire_cache=cache).encode(call).body
+    plain = responses_codec.ResponsesCodec(model_name=model).encode(call).body
+    assert cached == plain
+    return cached
+
+
+def test_responses_every_step_of_a_growing_history_is_byte_identical() -> None:
+    history = synthetic_history(30)
+    cache = WireCache()
+    for end in range(1, len(history) + 1):
+        assert_same_responses(ModelCall(instructions="Be brief.", messages=history[:end]), cache)
+    assert len(cache) == len(history)
+    response = history[3]
+    assert isinstance(response, ModelResponse)
+    text = response.parts[1]
+    assert isinstance(text, TextPart)
+    text.content = "edited in place"
+    assert b"edited in place" in assert_same_responses(ModelCall(messages=history), cache)
+    assert_same_responses(ModelCall(messages=history), cache, "gpt-4.1")
+
+
+@pytest.mark.skipif(cassette_root() is None, reason="the shared cassettes are not available")
+def test_responses_recorded_answers_replayed_as_one_long_history() -> None:
+    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
+    for n, it in enumerate(iter_interactions(*OPENAI_FOLDERS)):
+        if it.status >= 300 or not it.uri.endswith("/responses"):
+            continue
+        try:
+            response = replay(responses_codec.ResponsesCodec(), it)
+        except Exception:  # recorded errors and unfinished answers are not history
+            continue
+        history.append(response)
+        returns: list[ModelRequestPart] = [
+            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
+            for p in response.parts
+            if isinstance(p, ToolCallPart)
+        ]
+        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+    assert len(history) > 50
+    cache = WireCache()
+    for end in range(1, len(history) + 1, 5):
+        for model in ("gpt-5", "o4-mini"):
+            assert_same_responses(ModelCall(messages=history[:end]), cache, model)

@@ -273,6 +273,7 @@ class OpenAIResponsesModel(_OpenAIModelBase):
             profile=self._profile,
             provider_name=self._provider.name,
             provider_url=self._provider.base_url,
+            wire_cache=self.wire_cache,
         )
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> bytes:
