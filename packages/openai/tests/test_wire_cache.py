@@ -341,3 +341,27 @@ def test_responses_recorded_answers_replayed_as_one_long_history() -> None:
     for end in range(1, len(history) + 1, 5):
         for model in ("gpt-5", "o4-mini"):
             assert_same_responses(ModelCall(messages=history[:end]), cache, model)
+
+
+def test_a_model_keeps_one_cache_across_its_requests_and_codecs() -> None:
+    from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+
+    provider = OpenAIProvider(api_key="sk-test-key-0000")
+    chat = OpenAIChatModel("gpt-4.1", provider=provider)
+    responses = OpenAIResponsesModel("gpt-5", provider=provider)
+    assert chat.wire_cache is chat.wire_cache
+    assert chat.wire_cache is not responses.wire_cache
+    history = synthetic_history(12)
+    for end in range(1, len(history) + 1):
+        call = ModelCall(messages=history[:end])
+        for model in (chat, responses):
+            plain = model.codec()
+            plain.wire_cache = None
+            assert model.encode(call) == plain.encode(call).body
+    assert len(chat.wire_cache) == len(history) - 1
+    assert len(responses.wire_cache) == len(history)
+    chat.dialect = DIALECTS["o1-mini"]  # a changed attribute is a new view, never stale bytes
+    assert (
+        chat.encode(ModelCall(messages=history))
+        == codec(None, chat.dialect).encode(ModelCall(messages=history)).body
+    )
