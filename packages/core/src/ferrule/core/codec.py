@@ -189,6 +189,10 @@ class WireCache:
     the messages it answers for, so an object ID is never reused for another message while its
     entry lives; it keeps at most `max_histories` histories and `max_bytes` of fingerprints and
     wire bytes, forgetting the least recently used first. The canonical history is only read.
+
+    One limit of the fingerprint: msgpack writes a naive datetime, a date, a time, a UUID or a
+    Decimal as the string of its text, so a field of a held message changed in place from one of
+    those to that same text as a `str` (or back) is not seen as a change.
     """
 
     __slots__ = ("_histories", "_size", "max_bytes", "max_histories")
@@ -223,7 +227,7 @@ class WireCache:
             return b""
         try:
             fingerprint = _fingerprint(messages)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
             return b",".join([f for f in map(encode, messages) if f])
         header = _array_header(len(messages))
         key = (id(messages[0]), view)
