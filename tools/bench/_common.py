@@ -19,6 +19,7 @@ __all__ = [
     "MODEL",
     "PROMPT",
     "TEXT",
+    "long_history",
     "Stats",
     "Unsupported",
     "add",
@@ -123,3 +124,13 @@ def peak_rss() -> int:
 def dumps(value: Any) -> str:
     """One JSON line for the harness's pipes."""
     return msgspec.json.encode(value).decode()
+
+
+def long_history(n: int) -> list[tuple[str, str]]:
+    """Workload 11's conversation: `n` messages, user and assistant turns in turn, as (role, text)."""
+    return [
+        ("user", f"Question {i // 2}: what is {i} + {i + 1}? Explain briefly, with one example.")
+        if i % 2 == 0
+        else ("assistant", f"The answer to question {i // 2} is {2 * i}. For example, {i} + {i} = {2 * i}.")
+        for i in range(n)
+    ]

@@ -102,6 +102,13 @@ async def _measure(framework: str, bench: Any, spec: dict[str, Any]) -> dict[str
         fn = bench.e2e(spec["base"], spec["api"], spec["stream"])
         _check(framework, kind, await fn(), TEXT)
         return {"samples": await _per_run(fn, spec)}
+    if kind == "long_step":
+        long_step = getattr(bench, "long_step", None)
+        if long_step is None:
+            raise Unsupported("no comparable long-history step here yet")
+        fn = long_step(spec["base"], spec["n"])
+        _check(framework, kind, await fn(), TEXT)
+        return {"samples": await _per_run(fn, spec)}
     if kind == "stream_text":
         fn = bench.stream_text(spec["base"], spec["api"])
         _check(framework, f"{kind} deltas", await fn(), spec["deltas"])

@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client, long_history
 
 NAME = "ferrule"
 
@@ -186,6 +186,24 @@ class Bench:
             self.marks.clear()
             await agent.run(PROMPT)
             return list(self.marks)
+
+        return run_once
+
+    def long_step(self, base: str, n: int) -> Callable[[], Awaitable[str]]:
+        """Workload 11: one more step (a new run) on the same `n`-message history, Chat Completions."""
+        from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+        agent = self._agent(self._model(base, "chat"), tools=False)
+        history: list[Message] = [
+            ModelRequest(parts=[UserPromptPart(content=text)])
+            if role == "user"
+            else ModelResponse(parts=[TextPart(content=text)])
+            for role, text in long_history(n)
+        ]
+
+        async def run_once() -> str:
+            result = await agent.run(PROMPT, message_history=history)
+            return result.output
 
         return run_once
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client
+from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client, long_history
 
 NAME = "pydantic_ai"
 
@@ -141,6 +141,24 @@ class Bench:
     def e2e(self, base: str, api: str, stream: bool) -> Callable[[], Awaitable[str]]:
         """Workloads 3, 5 and 8: one tool-calling run against the mock server."""
         return self._runner(self._agent(self._model(base, api)), stream)
+
+    def long_step(self, base: str, n: int) -> Callable[[], Awaitable[str]]:
+        """Workload 11: one more step (a new run) on the same `n`-message history, Chat Completions."""
+        from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+        agent = self._agent(self._model(base, "chat"), tools=False)
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(content=text)])
+            if role == "user"
+            else ModelResponse(parts=[TextPart(content=text)])
+            for role, text in long_history(n)
+        ]
+
+        async def run_once() -> str:
+            result = await agent.run(PROMPT, message_history=history)
+            return result.output
+
+        return run_once
 
     def stream_text(self, base: str, api: str) -> Callable[[], Awaitable[int]]:
         """Workload 4: one streamed text answer, every delta seen (no debouncing)."""

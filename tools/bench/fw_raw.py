@@ -15,7 +15,17 @@ from typing import Any
 
 import msgspec
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, Unsupported, add, http_client
+from tools.bench._common import (
+    API_KEY,
+    MODEL,
+    PROMPT,
+    TEXT,
+    TEXT_PIECES,
+    Unsupported,
+    add,
+    http_client,
+    long_history,
+)
 
 NAME = "raw"
 
@@ -326,6 +336,19 @@ class Bench:
 
         async def run_once() -> str:
             return await self._run(base, api, stream)
+
+        return run_once
+
+    def long_step(self, base: str, n: int) -> Callable[[], Awaitable[str]]:
+        """Workload 11: one more step on an `n`-message history (kept as wire dicts, encoded per request)."""
+        url = base + "/chat/completions"
+        history: list[Any] = [{"role": role, "content": text} for role, text in long_history(n)]
+
+        async def run_once() -> str:
+            text, _calls = await self._chat(
+                url, [*history, {"role": "user", "content": PROMPT}], False, False, None
+            )
+            return text or ""
 
         return run_once
 

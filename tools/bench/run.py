@@ -69,6 +69,8 @@ class Sizes(msgspec.Struct, frozen=True, kw_only=True):
     concurrency_procs: int
     """Fresh processes for the concurrency workload (one sample each)."""
     history: tuple[int, int]
+    long_history: tuple[int, int]
+    """History lengths of workload 11 (one more step on a long history)."""
     loop_steps: int
     loop_reps: int
     parallel: int
@@ -87,6 +89,7 @@ FULL = Sizes(
     concurrency=1000,
     concurrency_procs=3,
     history=(200, 10_000),
+    long_history=(1000, 10_000),
     loop_steps=128,
     loop_reps=5,
     parallel=32,
@@ -102,6 +105,7 @@ SMOKE = Sizes(
     concurrency=20,
     concurrency_procs=1,
     history=(200, 1000),
+    long_history=(100, 1000),
     loop_steps=8,
     loop_reps=1,
     parallel=32,
@@ -549,6 +553,17 @@ class Runner:
             ]
         )
 
+    def long_history(self, server: MockServer) -> None:
+        """Workload 11: one more step (a new run, Chat Completions) on a long history shared by every run."""
+        jobs: list[Job] = []
+        for rid, n in zip(("11a", "11b"), self.sizes.long_history, strict=True):
+            spec = {"kind": "long_step", "base": server.base(), "n": n, **self._timing()}
+            row = self._row(
+                rid, f"one more step on a {n:,}-message history, Chat Completions", "ms/run", 1e-6
+            )
+            jobs.append(Job(spec=spec, into={"samples": row}))
+        self.run_jobs(jobs)
+
 
 WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     1: lambda r, _s: r.imports(),
@@ -561,6 +576,7 @@ WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     8: Runner.parallel,
     9: lambda r, _s: r.graphs(),
     10: Runner.instantiation,
+    11: Runner.long_history,
 }
 
 

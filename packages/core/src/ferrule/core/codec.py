@@ -30,8 +30,9 @@ codec for the wire format, a [`Provider`][ferrule.core.provider.Provider] for th
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+import operator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -45,7 +46,15 @@ if TYPE_CHECKING:
     from .provider import Provider, QueryParams, RequestOptions
     from .redaction import Redactor
 
-__all__ = ["Codec", "CodecModel", "StreamDecoder", "WireRequest", "completed_response", "decode_stream"]
+__all__ = [
+    "Codec",
+    "CodecModel",
+    "StreamDecoder",
+    "WireCache",
+    "WireRequest",
+    "completed_response",
+    "decode_stream",
+]
 
 
 class WireRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -106,6 +115,161 @@ def decode_stream(decoder: StreamDecoder, data: bytes) -> ModelResponse:
     return completed_response(decoder.finish())
 
 
+_fingerprint = msgspec.msgpack.Encoder().encode
+_MessageT = TypeVar("_MessageT")
+
+
+def _array_header(length: int) -> int:
+    """The size of msgpack's array header for `length` items (fixarray, array 16, array 32)."""
+    return 1 if length < 16 else 3 if length < 65536 else 5
+
+
+class _Encoded:
+    """One history as last encoded: its messages (held, so no ID is reused), their msgpack
+    fingerprint as one array, and the joined wire fragments, with where each message ends in both."""
+
+    __slots__ = ("fingerprint", "fingerprint_ends", "header", "messages", "wire", "wire_ends")
+
+    def __init__(
+        self,
+        messages: list[Any],
+        fingerprint: bytes,
+        header: int,
+        fingerprint_ends: list[int],
+        wire: bytes,
+        wire_ends: list[int],
+    ) -> None:
+        self.messages = messages
+        self.fingerprint = fingerprint
+        self.header = header
+        self.fingerprint_ends = fingerprint_ends
+        self.wire = wire
+        self.wire_ends = wire_ends
+
+    @property
+    def size(self) -> int:
+        return len(self.fingerprint) + len(self.wire)
+
+    def unchanged(self, messages: Sequence[Any], fingerprint: bytes, header: int) -> int:
+        """How many leading `messages` are this history's objects and still encode to the same bytes."""
+        count = min(len(messages), len(self.messages))
+        same = self.messages
+        # In C: the common case is a history that grew, or one whose last message is a new object.
+        identical = list(map(operator.is_, messages[:count], same[:count]))
+        if False in identical:
+            count = identical.index(False)
+        if count == 0:
+            return 0
+        ends = self.fingerprint_ends
+        old = memoryview(self.fingerprint)
+        if fingerprint.startswith(old[self.header : self.header + ends[count - 1]], header):
+            return count
+        # Something changed in place: the longest prefix whose bytes are equal (msgpack items are
+        # self-delimiting, so equal bytes up to a message's end mean equal messages up to it).
+        low, high = 0, count - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fingerprint.startswith(old[self.header : self.header + ends[mid - 1]], header):
+                low = mid
+            else:
+                high = mid - 1
+        return low
+
+
+class WireCache:
+    """The wire form of history messages, encoded once and reused by later requests of one model.
+
+    A codec hands [`encode`][ferrule.core.codec.WireCache.encode] the history of a request; the
+    cache finds the history it encoded last that starts with the same message object (under the
+    same `view`: what else the encoding depends on, such as the codec's dialect, provider and
+    model) and reuses its wire bytes for the longest prefix of messages that are the same objects
+    AND still encode to the same canonical bytes: the whole history is fingerprinted with msgpack
+    on every request (one C call), so a message changed in place, anywhere in it, is encoded
+    again. The messages after that prefix are encoded with the codec's function. The cache holds
+    the messages it answers for, so an object ID is never reused for another message while its
+    entry lives; it keeps at most `max_histories` histories and `max_bytes` of fingerprints and
+    wire bytes, forgetting the least recently used first. The canonical history is only read.
+
+    One limit of the fingerprint: msgpack writes a naive datetime, a date, a time, a UUID or a
+    Decimal as the string of its text, so a field of a held message changed in place from one of
+    those to that same text as a `str` (or back) is not seen as a change.
+    """
+
+    __slots__ = ("_histories", "_size", "max_bytes", "max_histories")
+
+    def __init__(self, *, max_bytes: int = 64 * 1024 * 1024, max_histories: int = 64) -> None:
+        self.max_bytes = max_bytes
+        """The most bytes of fingerprints and wire fragments kept."""
+        self.max_histories = max_histories
+        """The most histories kept (one per conversation the model is serving)."""
+        self._histories: dict[tuple[int, object], _Encoded] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        """How many messages are held, over every history kept."""
+        return sum(len(h.messages) for h in self._histories.values())
+
+    def clear(self) -> None:
+        """Forget every history."""
+        self._histories = {}
+        self._size = 0
+
+    def encode(
+        self, messages: Sequence[_MessageT], view: Hashable, encode: Callable[[_MessageT], bytes], /
+    ) -> bytes:
+        """The wire fragments of `messages` joined with commas (the empty ones left out).
+
+        `encode(message)` gives one message's fragment: JSON items without the enclosing brackets,
+        possibly none (`b""`). A history that cannot be fingerprinted (content msgpack cannot
+        encode) is encoded in full, every time.
+        """
+        if not messages:
+            return b""
+        try:
+            fingerprint = _fingerprint(messages)
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            return b",".join([f for f in map(encode, messages) if f])
+        header = _array_header(len(messages))
+        key = (id(messages[0]), view)
+        previous = self._histories.pop(key, None)
+        kept = 0
+        if previous is not None:
+            self._size -= previous.size
+            kept = previous.unchanged(messages, fingerprint, header)
+        if kept:
+            assert previous is not None
+            fingerprint_ends = previous.fingerprint_ends[:kept]
+            wire_ends = previous.wire_ends[:kept]
+            end = wire_ends[-1]
+            pieces = [previous.wire[:end]] if end else []
+            position = fingerprint_ends[-1]
+        else:
+            fingerprint_ends, wire_ends, pieces, end, position = [], [], [], 0, 0
+        for message in messages[kept:]:
+            position += len(_fingerprint(message))
+            fingerprint_ends.append(position)
+            fragment = encode(message)
+            if fragment:
+                end += len(fragment) + (1 if pieces else 0)
+                pieces.append(fragment)
+            wire_ends.append(end)
+        wire = b",".join(pieces)
+        if position + header == len(fingerprint):
+            self._keep(key, _Encoded(list(messages), fingerprint, header, fingerprint_ends, wire, wire_ends))
+        return wire
+
+    def _keep(self, key: tuple[int, object], encoded: _Encoded) -> None:
+        size = encoded.size
+        if size > self.max_bytes:
+            return
+        histories = self._histories
+        while histories and (self._size + size > self.max_bytes or len(histories) >= self.max_histories):
+            oldest = next(iter(histories))
+            self._size -= histories.pop(oldest).size
+        histories[key] = encoded
+        self._size += size
+
+
 _ProviderT = TypeVar("_ProviderT", bound="Provider")
 
 
@@ -126,6 +290,15 @@ class CodecModel(Model, Generic[_ProviderT]):
         self._model_name = model_name
         self._provider = provider
         self.settings = settings
+        self._wire_cache: WireCache | None = None
+
+    @property
+    def wire_cache(self) -> WireCache:
+        """The encoded history messages this model's codecs reuse across requests (see `WireCache`)."""
+        cache = self._wire_cache
+        if cache is None:
+            cache = self._wire_cache = WireCache()
+        return cache
 
     @property
     def model_name(self) -> str:

@@ -66,6 +66,18 @@ async def download(
     )
 
 
+def _any_needs_bytes(call: ModelCall, needs_bytes: Callable[[UserContent], bool]) -> bool:
+    # Plain loops, not nested generators: this runs over the whole history on every request.
+    for message in call.messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                    for item in part.content:
+                        if needs_bytes(item):
+                            return True
+    return False
+
+
 async def resolve_downloads(
     call: ModelCall,
     needs_bytes: Callable[[UserContent], bool],
@@ -74,16 +86,7 @@ async def resolve_downloads(
     max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
 ) -> ModelCall:
     """`call` with every user-content item that `needs_bytes` replaced by its downloaded bytes."""
-    if not any(
-        isinstance(message, ModelRequest)
-        and any(
-            isinstance(part, UserPromptPart)
-            and not isinstance(part.content, str)
-            and any(needs_bytes(i) for i in part.content)
-            for part in message.parts
-        )
-        for message in call.messages
-    ):
+    if not _any_needs_bytes(call, needs_bytes):
         return call
     policy = policy or UrlPolicy()
     messages = list(call.messages)

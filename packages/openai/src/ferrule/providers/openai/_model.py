@@ -184,6 +184,7 @@ class OpenAIChatModel(_OpenAIModelBase):
             extra_fields={"provider": routing.to_json()} if routing is not None else None,
             # OpenRouter's routing is typed: extra_body may not set it even when none is given.
             extra_owned_keys=("provider",) if routing is not None or provider.name == "openrouter" else (),
+            wire_cache=self.wire_cache,
         )
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> bytes:
@@ -272,6 +273,7 @@ class OpenAIResponsesModel(_OpenAIModelBase):
             profile=self._profile,
             provider_name=self._provider.name,
             provider_url=self._provider.base_url,
+            wire_cache=self.wire_cache,
         )
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> bytes:

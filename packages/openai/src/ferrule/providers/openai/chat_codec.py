@@ -28,7 +28,7 @@ from typing import Any, assert_never
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import WireRequest
+from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import ProviderError, ResponseDecodeError, UnsupportedContentError, UserError
 from ferrule.core.messages import (
@@ -42,6 +42,7 @@ from ferrule.core.messages import (
     ImageUrl,
     InstructionBaselinePart,
     InstructionDeltaPart,
+    Message,
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
@@ -347,6 +348,28 @@ def _assistant_message(
     return message
 
 
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _message_items(
+    message: Message, dialect: ChatDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    """The Chat messages one history message maps to (none, one, or several)."""
+    if isinstance(message, ModelResponse):
+        mapped = _assistant_message(message, dialect, provider_name, model_name)
+        return [] if mapped is None else [mapped]
+    items: list[dict[str, Any]] = []
+    pending_files: list[Any] = []
+    for part in message.parts:
+        item = _request_part(part, pending_files, dialect, provider_name, model_name)
+        if item is not None:
+            items.append(item)
+    if pending_files:
+        # Tool messages carry text only; media from tool results follows them as a user message.
+        items.append(_files_message(pending_files, dialect, provider_name, model_name))
+    return items
+
+
 def _messages(
     call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> list[dict[str, Any]]:
@@ -355,22 +378,44 @@ def _messages(
     if call.instructions:
         messages.append({"role": system_role, "content": call.instructions})
     for message in call.messages:
-        if isinstance(message, ModelResponse):
-            mapped = _assistant_message(message, dialect, provider_name, model_name)
-            if mapped is not None:
-                messages.append(mapped)
-            continue
-        pending_files: list[Any] = []
-        for part in message.parts:
-            mapped = _request_part(part, pending_files, dialect, provider_name, model_name)
-            if mapped is not None:
-                messages.append(mapped)
-        if pending_files:
-            # Tool messages carry text only; media from tool results follows them as a user message.
-            messages.append(_files_message(pending_files, dialect, provider_name, model_name))
+        messages.extend(_message_items(message, dialect, provider_name, model_name))
     if dialect.merge_system_messages:
         messages = _merge_leading_system(messages, system_role)
     return messages
+
+
+def _is_system_text(item: dict[str, Any], role: str) -> bool:
+    return item["role"] == role and isinstance(item["content"], str)
+
+
+def _encoded_messages(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
+) -> msgspec.Raw:
+    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`.
+
+    Byte for byte what encoding `_messages` gives: the leading system messages (which the dialect
+    may merge into one) are mapped on every request; every message after them goes through the
+    cache, which encodes it again when it changed.
+    """
+    system_role = dialect.system_role
+    lead: list[dict[str, Any]] = []
+    if call.instructions:
+        lead.append({"role": system_role, "content": call.instructions})
+    history = call.messages
+    index = 0
+    while index < len(history) and all(_is_system_text(item, system_role) for item in lead):
+        lead.extend(_message_items(history[index], dialect, provider_name, model_name))
+        index += 1
+    if dialect.merge_system_messages:
+        lead = _merge_leading_system(lead, system_role)
+    view = (dialect, provider_name, model_name)
+
+    def encode(message: Message) -> bytes:
+        return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
+
+    head = _ENCODE(lead)[1:-1]
+    tail = cache.encode(history[index:], view, encode)
+    return msgspec.Raw(b"[" + head + (b"," if head and tail else b"") + tail + b"]")
 
 
 def _request_part(
@@ -549,8 +594,12 @@ def build_request(
     stream: bool = False,
     provider_name: str = OPENAI,
     extra_owned_keys: Collection[str] = (),
+    wire_cache: WireCache | None = None,
 ) -> dict[str, Any]:
     """The Chat Completions request body for `call`, as a JSON-ready dict.
+
+    With `wire_cache`, `messages` is one `msgspec.Raw` (the encoded array) whose history messages
+    are reused from the cache: the same bytes once encoded, less work on a long history.
 
     `provider_name` selects which reasoning parts and uploaded files may be replayed and which
     `ModelSettings.extra_body` entry applies; `extra_owned_keys` are further body keys the caller
@@ -562,7 +611,9 @@ def build_request(
     settings = call.settings
     body: dict[str, Any] = {
         "model": model_name,
-        "messages": _messages(call, dialect, provider_name, model_name),
+        "messages": _messages(call, dialect, provider_name, model_name)
+        if wire_cache is None
+        else _encoded_messages(call, dialect, provider_name, model_name, wire_cache),
     }
     tools = list(call.all_tools)
     if tools:
@@ -1168,7 +1219,15 @@ class ChatCodec:
     as `x-client-request-id`.
     """
 
-    __slots__ = ("dialect", "extra_fields", "extra_owned_keys", "model_name", "provider_name", "provider_url")
+    __slots__ = (
+        "dialect",
+        "extra_fields",
+        "extra_owned_keys",
+        "model_name",
+        "provider_name",
+        "provider_url",
+        "wire_cache",
+    )
 
     def __init__(
         self,
@@ -1179,6 +1238,7 @@ class ChatCodec:
         provider_url: str | None = None,
         extra_fields: dict[str, Any] | None = None,
         extra_owned_keys: Collection[str] = (),
+        wire_cache: WireCache | None = None,
     ) -> None:
         self.model_name = model_name
         """The model requests are for; `None` only for decoding."""
@@ -1192,6 +1252,8 @@ class ChatCodec:
         """Body fields added to every request."""
         self.extra_owned_keys = extra_owned_keys
         """Body keys `extra_body` may not set besides the encoder's own."""
+        self.wire_cache = wire_cache
+        """Where encoded history messages are kept for later requests (the model's); `None`: none."""
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
         """The request for `call` (see [`build_request`][ferrule.providers.openai.chat_codec.build_request])."""
@@ -1204,6 +1266,7 @@ class ChatCodec:
             stream=stream,
             provider_name=self.provider_name,
             extra_owned_keys=self.extra_owned_keys,
+            wire_cache=self.wire_cache,
         )
         body.update(self.extra_fields)
         headers = {"x-client-request-id": call.request_id} if call.request_id else {}

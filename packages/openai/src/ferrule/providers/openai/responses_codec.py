@@ -26,7 +26,7 @@ from typing import Any, assert_never
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import WireRequest
+from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import (
     ErrorCategory,
@@ -46,6 +46,7 @@ from ferrule.core.messages import (
     ImageUrl,
     InstructionBaselinePart,
     InstructionDeltaPart,
+    Message,
     ModelResponse,
     ModelResponsePart,
     ModelSettingsDeltaPart,
@@ -330,80 +331,104 @@ def _input(
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in call.messages:
-        if isinstance(message, ModelResponse):
-            items.extend(_assistant_items(message, dialect, provider_name, model_name))
-            continue
-        files: list[Any] = []
-        for part in message.parts:
-            match part:
-                case SystemPromptPart():
-                    items.append({"role": "system", "content": part.content})
-                case UserPromptPart():
-                    content: str | list[dict[str, Any]] = (
-                        part.content
-                        if isinstance(part.content, str)
-                        else _user_content(part.content, provider_name, model_name)
+        items.extend(_message_items(message, dialect, provider_name, model_name))
+    return items
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _encoded_input(
+    call: ModelCall, dialect: ResponsesDialect, provider_name: str, model_name: str, cache: WireCache
+) -> msgspec.Raw:
+    """The `input` array of `call` as JSON, each history message's items reused from `cache`
+    (byte for byte what encoding `_input` gives)."""
+
+    def encode(message: Message) -> bytes:
+        return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
+
+    return msgspec.Raw(
+        b"[" + cache.encode(call.messages, (dialect, provider_name, model_name), encode) + b"]"
+    )
+
+
+def _message_items(
+    message: Message, dialect: ResponsesDialect, provider_name: str, model_name: str
+) -> list[dict[str, Any]]:
+    """The input items one history message maps to (none, one, or several)."""
+    if isinstance(message, ModelResponse):
+        return _assistant_items(message, dialect, provider_name, model_name)
+    items: list[dict[str, Any]] = []
+    files: list[Any] = []
+    for part in message.parts:
+        match part:
+            case SystemPromptPart():
+                items.append({"role": "system", "content": part.content})
+            case UserPromptPart():
+                content: str | list[dict[str, Any]] = (
+                    part.content
+                    if isinstance(part.content, str)
+                    else _user_content(part.content, provider_name, model_name)
+                )
+                items.append({"role": "user", "content": content})
+            case ToolReturnPart():
+                tool_content, media = split_tool_content(part.content)
+                if media:
+                    names = ", ".join(identifier(m) for m in media)
+                    text = (
+                        f"See file {names}"
+                        if tool_content is None
+                        else f"{_tool_text(tool_content)}\n\nSee file {names}"
                     )
-                    items.append({"role": "user", "content": content})
-                case ToolReturnPart():
-                    tool_content, media = split_tool_content(part.content)
-                    if media:
-                        names = ", ".join(identifier(m) for m in media)
-                        text = (
-                            f"See file {names}"
-                            if tool_content is None
-                            else f"{_tool_text(tool_content)}\n\nSee file {names}"
-                        )
-                        files.extend(media)
-                    else:
-                        text = _tool_text(tool_content)
-                    items.append(
-                        {"type": "function_call_output", "call_id": part.tool_call_id, "output": text}
-                    )
-                case RetryPromptPart():
-                    if part.tool_name is None:
-                        items.append({"role": "user", "content": part.model_response()})
-                    else:
-                        items.append(
-                            {
-                                "type": "function_call_output",
-                                "call_id": part.tool_call_id,
-                                "output": part.model_response(),
-                            }
-                        )
-                case RetryFeedbackPart():
+                    files.extend(media)
+                else:
+                    text = _tool_text(tool_content)
+                items.append({"type": "function_call_output", "call_id": part.tool_call_id, "output": text})
+            case RetryPromptPart():
+                if part.tool_name is None:
                     items.append({"role": "user", "content": part.model_response()})
-                case SpeechPart():
-                    if part.transcript:
-                        items.append({"role": "user", "content": part.transcript})
-                    elif part.audio is not None:
-                        raise _refuse(
-                            "speech",
-                            provider_name,
-                            model_name,
-                            "the user's speech has no transcript, and " + _NO_AUDIO_VIDEO,
-                        )
-                case CompactionPart():
-                    if part.content:
-                        items.append({"role": "user", "content": part.content})
-                case (
-                    ToolAvailabilityDeltaPart()
-                    | CapabilityLoadDeltaPart()
-                    | ModelSettingsDeltaPart()
-                    | InstructionDeltaPart()
-                    | InstructionBaselinePart()
-                ):
-                    pass  # records of how the call's configuration changed; the call carries it (never sent)
-                case _:
-                    assert_never(part)
-        if files:
-            file_content: list[dict[str, Any]] = []
-            for media in files:
-                file_content.append({"type": "input_text", "text": f"This is file {identifier(media)}:"})
-                mapped = _input_item(media, provider_name, model_name)
-                if mapped is not None:
-                    file_content.append(mapped)
-            items.append({"role": "user", "content": file_content})
+                else:
+                    items.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": part.tool_call_id,
+                            "output": part.model_response(),
+                        }
+                    )
+            case RetryFeedbackPart():
+                items.append({"role": "user", "content": part.model_response()})
+            case SpeechPart():
+                if part.transcript:
+                    items.append({"role": "user", "content": part.transcript})
+                elif part.audio is not None:
+                    raise _refuse(
+                        "speech",
+                        provider_name,
+                        model_name,
+                        "the user's speech has no transcript, and " + _NO_AUDIO_VIDEO,
+                    )
+            case CompactionPart():
+                if part.content:
+                    items.append({"role": "user", "content": part.content})
+            case (
+                ToolAvailabilityDeltaPart()
+                | CapabilityLoadDeltaPart()
+                | ModelSettingsDeltaPart()
+                | InstructionDeltaPart()
+                | InstructionBaselinePart()
+            ):
+                pass  # records of how the call's configuration changed; the call carries it (never sent)
+            case _:
+                assert_never(part)
+    if files:
+        file_content: list[dict[str, Any]] = []
+        for media in files:
+            file_content.append({"type": "input_text", "text": f"This is file {identifier(media)}:"})
+            mapped = _input_item(media, provider_name, model_name)
+            if mapped is not None:
+                file_content.append(mapped)
+        items.append({"role": "user", "content": file_content})
+
     return items
 
 
@@ -461,15 +486,24 @@ def build_request(
     stream: bool = False,
     provider_name: str = OPENAI,
     extra_owned_keys: Collection[str] = (),
+    wire_cache: WireCache | None = None,
 ) -> dict[str, Any]:
     """The Responses request body for `call`, as a JSON-ready dict.
+
+    With `wire_cache`, `input` is one `msgspec.Raw` (the encoded array) whose history messages are
+    reused from the cache: the same bytes once encoded, less work on a long history.
 
     `profile` tells whether the model reasons (so encrypted reasoning is requested for stateless
     replay); `provider_name` selects what may be replayed and which `extra_body` entry applies.
     """
     dialect = dialect or _DEFAULT_DIALECT
     settings = call.settings
-    body: dict[str, Any] = {"model": model_name, "input": _input(call, dialect, provider_name, model_name)}
+    body: dict[str, Any] = {
+        "model": model_name,
+        "input": _input(call, dialect, provider_name, model_name)
+        if wire_cache is None
+        else _encoded_input(call, dialect, provider_name, model_name, wire_cache),
+    }
     if call.instructions:
         body["instructions"] = call.instructions
     _add_tools(body, call)
@@ -1241,7 +1275,7 @@ class ResponsesCodec:
     `request_id` is sent as `x-client-request-id`.
     """
 
-    __slots__ = ("dialect", "model_name", "profile", "provider_name", "provider_url")
+    __slots__ = ("dialect", "model_name", "profile", "provider_name", "provider_url", "wire_cache")
 
     def __init__(
         self,
@@ -1251,6 +1285,7 @@ class ResponsesCodec:
         profile: ModelProfile | None = None,
         provider_name: str = OPENAI,
         provider_url: str | None = None,
+        wire_cache: WireCache | None = None,
     ) -> None:
         self.model_name = model_name
         """The model requests are for; `None` only for decoding."""
@@ -1262,6 +1297,8 @@ class ResponsesCodec:
         """The provider, which decides what may be replayed to it and which `extra_body` entry applies."""
         self.provider_url = provider_url
         """The API root, recorded on decoded responses."""
+        self.wire_cache = wire_cache
+        """Where encoded history messages are kept for later requests (the model's); `None`: none."""
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
         """The request for `call` (see [`build_request`][ferrule.providers.openai.responses_codec.build_request])."""
@@ -1274,6 +1311,7 @@ class ResponsesCodec:
             profile=self.profile,
             stream=stream,
             provider_name=self.provider_name,
+            wire_cache=self.wire_cache,
         )
         headers = {"x-client-request-id": call.request_id} if call.request_id else {}
         return WireRequest(body=body, headers=headers)

@@ -1,0 +1,136 @@
+"""A real agent over HTTP with the model's `WireCache`: every request body it sends is the body the
+uncached codec encodes for the same call, over the steps of a run, across two runs sharing a
+history, and with history processors that replace a message and that edit one in place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ferrule.agent import Agent
+from ferrule.core.codec import Codec, WireRequest
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from ferrule.core.model import ModelCall
+from ferrule.core.url_policy import UrlPolicy
+from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from tests.support.chat_server import ChatServer, StartChatServer, Turn, chat_server
+
+__all__ = ["chat_server"]
+
+pytestmark = pytest.mark.anyio
+
+TURNS = [
+    Turn(tool_calls=[("add", {"a": 1, "b": 2})]),
+    Turn(tool_calls=[("add", {"a": 3, "b": 4})]),
+    Turn(text="The sums are 3 and 7."),
+    Turn(tool_calls=[("add", {"a": 5, "b": 6})]),
+    Turn(text="And 11."),
+]
+
+
+class CheckedModel(OpenAIChatModel):
+    """Checks each body it sends against the uncached encoding of the same call."""
+
+    sent: list[bytes]
+
+    async def _send(self, call: ModelCall, codec: Codec, wire: WireRequest) -> Any:
+        plain = self.codec()
+        plain.wire_cache = None
+        assert wire.body == plain.encode(call).body
+        self.sent.append(wire.body)
+        return await super()._send(call, codec, wire)
+
+
+def model(server: ChatServer) -> CheckedModel:
+    provider = OpenAIProvider(
+        api_key="sk-test-key", base_url=server.base_url, url_policy=UrlPolicy.local(server.origin)
+    )
+    checked = CheckedModel("gpt-4o", provider=provider)
+    checked.sent = []
+    return checked
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_steps_and_runs_sharing_a_history(chat_server: StartChatServer) -> None:
+    checked = model(chat_server(TURNS))
+    agent = Agent(checked, tools=[add])
+    first = await agent.run("add twice")
+    assert first.output == "The sums are 3 and 7."
+    history = first.all_messages()
+    second = await agent.run("once more", message_history=history)
+    assert second.output == "And 11."
+    assert len(checked.sent) == 5
+    assert len(checked.wire_cache) > 0
+
+
+async def test_history_processors_that_replace_and_edit_messages(chat_server: StartChatServer) -> None:
+    checked = model(chat_server(TURNS[:3]))
+    seen: list[int] = []
+
+    def shorten_tool_results(messages: list[Message]) -> list[Message]:
+        # A new message for every request with tool results: the canonical history keeps the originals.
+        out: list[Message] = []
+        for m in messages:
+            if isinstance(m, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in m.parts):
+                parts = [
+                    ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
+                    if isinstance(p, ToolReturnPart)
+                    else p
+                    for p in m.parts
+                ]
+                out.append(ModelRequest(parts=parts))
+            else:
+                out.append(m)
+        return out
+
+    def edit_in_place(messages: list[Message]) -> list[Message]:
+        # Edits held messages in place: the prompt, and from step 2 the first answer (which the
+        # cache holds from the step before, so only the fingerprint can tell it changed).
+        seen.append(len(messages))
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        for part in first.parts:
+            if isinstance(part, UserPromptPart):
+                part.content = f"add twice (step {len(seen)})"
+        if len(messages) > 1:
+            answer = messages[1]
+            assert isinstance(answer, ModelResponse)
+            notes = [p for p in answer.parts if isinstance(p, TextPart)]
+            if notes:
+                notes[0].content = f"note {len(seen)}"
+            else:
+                answer.parts.insert(0, TextPart(content=f"note {len(seen)}"))
+        return messages
+
+    agent = Agent(checked, tools=[add], history_processors=[shorten_tool_results, edit_in_place])
+    result = await agent.run("add twice")
+    assert result.output == "The sums are 3 and 7."
+    assert len(checked.sent) == 3
+    for step, body in enumerate(checked.sent, start=1):
+        assert f"add twice (step {step})".encode() in body
+        if step > 1:
+            assert f'"content":"note {step}"'.encode() in body
+    assert b"(elided)" in checked.sent[2]
+    assert b'"content":"3"' not in checked.sent[2]
+    # The canonical history still holds the real tool results.
+    returns = [
+        p.content
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert returns == [3, 7]
+    assert not any(isinstance(m, ModelResponse) and not m.parts for m in result.all_messages())
