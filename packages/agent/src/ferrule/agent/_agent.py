@@ -404,16 +404,17 @@ class Agent(Generic[DepsT, OutputT]):
             trace_parent=options.get("trace_parent"),
         )
 
-    async def _start(
+    def _start(
         self,
         method: str,
         prompt: str | Sequence[UserContent] | None,
         options: RunOptions[Any],
         cancellable: bool = False,
-    ) -> Run:
+    ) -> Awaitable[Run]:
+        """`start_run` with the entry point's options (not a coroutine of its own: one frame fewer)."""
         check_keys(method, options, RUN_KEYS)
         given = self._settings(options, cancellable)
-        return await start_run(
+        return start_run(
             self._core, given, prompt, options.get("message_history"), options.get("instructions")
         )
 

@@ -180,7 +180,8 @@ def resume_run(
 
 def _link(run: Run, given: RunSettings) -> None:
     """Whether a handle may cancel the run, and what it is correlated with."""
-    run.cancellable = given.cancellable
+    if given.cancellable:  # the class default is False: a run that is not keeps no instance dict
+        run.cancellable = True
     correlation = given.correlation
     if correlation is not None:
         if not isinstance(correlation, RunCorrelation):  # pyright: ignore[reportUnnecessaryIsInstance]
