@@ -24,35 +24,32 @@ CallKind = Literal["function", "output", "unknown", "invalid"]
 `invalid`: its arguments (or an arguments policy) failed."""
 
 
-class ToolCallState:
+class ToolCallState(msgspec.Struct, eq=False):
     """One tool call of a response and what became of it."""
 
-    __slots__ = (
-        "args",
-        "decision",
-        "failed",
-        "follow_up",
-        "kind",
-        "limits",
-        "part",
-        "result",
-        "retry_content",
-        "started",
-        "tool",
-    )
-
-    def __init__(self, part: ToolCallPart, kind: CallKind) -> None:
-        self.part = part
-        self.kind: CallKind = kind
-        self.tool: Tool[Any] | None = None
-        self.args: Any = None
-        self.limits: ToolLimits | None = None
-        self.result: ToolReturnPart | RetryPromptPart | None = None
-        self.follow_up: Any = None
-        self.retry_content: Any = None
-        self.decision: Decision | None = None
-        self.started = False
-        self.failed = False  # counts against the tool's retry budget
+    # A Struct (compared by identity): one per call per step, built at a third of a class's cost.
+    part: ToolCallPart
+    """The call as the model sent it."""
+    kind: CallKind
+    """What the call is (see `CallKind`); `reject` makes it `invalid`."""
+    tool: Tool[Any] | None = None
+    """The step tool it calls (function calls only)."""
+    args: Any = None
+    """Its validated arguments (function calls only)."""
+    limits: ToolLimits | None = None
+    """Its tool's limits (function calls only)."""
+    result: ToolReturnPart | RetryPromptPart | None = None
+    """Its result part, once it has one."""
+    follow_up: Any = None
+    """The content its tool returned for a user prompt after the results."""
+    retry_content: Any = None
+    """The retry prompt of a call that failed or was rejected."""
+    decision: Decision | None = None
+    """A resume decision on the call."""
+    started: bool = False
+    """Whether its tool started running."""
+    failed: bool = False
+    """Whether it counts against its tool's retry budget."""
 
     def reject(self, content: Any) -> None:
         """Mark the call invalid: `content` becomes its retry prompt and counts against its tool."""

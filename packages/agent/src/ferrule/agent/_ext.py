@@ -36,7 +36,7 @@ from .hooks import HookDispatcher
 from .policies import PolicyStages
 from .toolsets import AbstractToolset, CombinedToolset, WrapperToolset, tools_of
 
-__all__ = ["LOAD_CAPABILITY_NAME", "NO_OPTIONS", "RunExt", "RunOptions", "run_options"]
+__all__ = ["EXTENSION_KEYS", "LOAD_CAPABILITY_NAME", "NO_OPTIONS", "RunExt", "RunOptions", "run_options"]
 
 LOAD_CAPABILITY_NAME = "load_capability"
 """The name of the framework's capability-loading tool."""
@@ -73,6 +73,18 @@ class RunOptions:
 
 
 NO_OPTIONS = RunOptions()
+
+EXTENSION_KEYS = frozenset(
+    [
+        "toolsets",
+        "capabilities",
+        "capability_layers",
+        "history_processors",
+        "context_budget",
+        "pending_messages",
+    ]
+)
+"""The keyword options of an entry point that `run_options` reads (a run without them has `NO_OPTIONS`)."""
 
 
 def run_options(

@@ -307,6 +307,7 @@ class OutputPlan:
         "native_name",
         "output_format",
         "text_function",
+        "text_is_output",
         "tool_defs",
     )
 
@@ -330,11 +331,9 @@ class OutputPlan:
         self.output_format = output_format
         self.extra_instructions = extra_instructions
         self.native_name = choices[0].name if choices else None
-
-    @property
-    def text_is_output(self) -> bool:
+        # Read twice per step: computed once per plan.
+        self.text_is_output: bool = allow_text or mode in ("native", "prompted")
         """Whether a response without tool calls carries the output in its text."""
-        return self.allow_text or self.mode in ("native", "prompted")
 
     def decode_text(self, text: str) -> tuple[OutputChoice, Any]:
         """Decode native or prompted JSON text; tries each choice in order."""

@@ -45,15 +45,15 @@ TEXT_NOT_ALLOWED_PROMPT = (
 )
 
 
-class Final:
+class Final(msgspec.Struct):
     """The run's output, and the output tool call that produced it (if any)."""
 
-    __slots__ = ("tool_call_id", "tool_name", "value")
-
-    def __init__(self, value: Any, tool_name: str | None, tool_call_id: str | None) -> None:
-        self.value = value
-        self.tool_name = tool_name
-        self.tool_call_id = tool_call_id
+    value: Any
+    """The output."""
+    tool_name: str | None
+    """The output tool that produced it (`None`: the text of a response)."""
+    tool_call_id: str | None
+    """The ID of that output tool call."""
 
 
 class Rejected:
@@ -105,7 +105,8 @@ async def text_output(run: LoopState, response: ModelResponse) -> Final | Reject
             value = text
             if plan.text_function is not None:
                 value = await _call_text_function(run, plan.text_function, text)
-            value = await _validate(run, value, None, None, None)
+            if run.output_validators:
+                value = await _validate(run, value, None, None, None)
     except _OutputRejected as rejected:
         if hooks is not None:
             hooks.fire(
@@ -193,7 +194,9 @@ async def _produce(
 ) -> Any:
     if choice.function is not None:
         value = await _call_output_function(run, choice.function, value, tool_name, tool_call_id)
-    return await _validate(run, value, choice, tool_name, tool_call_id)
+    if run.output_validators:
+        value = await _validate(run, value, choice, tool_name, tool_call_id)
+    return value
 
 
 async def _call_output_function(
@@ -217,9 +220,8 @@ async def _call_text_function(run: LoopState, function: TextFunction, text: str)
 async def _validate(
     run: LoopState, value: Any, choice: OutputChoice | None, tool_name: str | None, tool_call_id: str | None
 ) -> Any:
+    """Run the output validators (callers skip the coroutine when there are none)."""
     validators = run.output_validators
-    if not validators:
-        return value
     ctx = run.output_context(tool_name, tool_call_id)
     original = value
     for fn, takes_ctx, is_async in validators:

@@ -265,7 +265,11 @@ class Run(LoopState):
         if final is not None:
             return await self._finish(final, emit)
         self._count_tool_retries(calls)
-        rejected = [c for c in calls if c.kind == "output" and isinstance(c.result, RetryPromptPart)]
+        rejected = (
+            [c for c in calls if c.kind == "output" and isinstance(c.result, RetryPromptPart)]
+            if self.plan.by_tool_name
+            else None
+        )
         if rejected:
             if emit is not None:
                 for c in rejected:
@@ -301,19 +305,13 @@ class Run(LoopState):
 
     def _count_tool_retries(self, calls: list[ToolCallState]) -> None:
         """A tool that failed in this step uses a retry; one that only succeeded starts over."""
-        failed: set[str] = set()
-        succeeded: set[str] = set()
-        for c in calls:
-            if c.kind == "output":
-                continue
-            if c.failed:
-                failed.add(c.part.tool_name)
-            elif c.started:
-                succeeded.add(c.part.tool_name)
+        failed = {c.part.tool_name for c in calls if c.failed and c.kind != "output"}
         retries = self.tool_retries
-        for name in succeeded - failed:
-            if name in retries:
-                retries[name] = 0
+        if retries:  # only a tool with retries so far has a count to reset
+            for c in calls:
+                name = c.part.tool_name
+                if c.started and not c.failed and name in retries and name not in failed:
+                    retries[name] = 0
         for name in failed:
             count = retries.get(name, 0) + 1
             retries[name] = count

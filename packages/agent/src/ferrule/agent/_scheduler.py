@@ -34,7 +34,8 @@ _NO_LIMIT = contextlib.nullcontext()  # stands in for a limiter a group does not
 
 async def run_calls(run: LoopState, calls: list[ToolCallState], emit: Emit | None) -> Final | None:
     """Run the calls of one response under the agent's end strategy; the final output, if any."""
-    output_calls = [c for c in calls if c.kind == "output"]
+    # Without output tools (text output) no call is an output call: nothing to sort out.
+    output_calls = [c for c in calls if c.kind == "output"] if run.plan.by_tool_name else None
     if not output_calls:
         await execute(run, [c for c in calls if c.kind == "function"], calls, emit)
         return None

@@ -32,7 +32,6 @@ from ._url_check import UrlCheck
 from ._util import Callback
 from .correlation import RunCorrelation
 from .durable import DurableRun
-from .durable import current as durable_run
 from .hooks import HookDispatcher
 from .policies import PolicyStages
 from .pricing import Pricing, RunCost
@@ -150,6 +149,7 @@ class LoopState:
         usage: RunUsage,
         prompt: Any,
         run_id: str,
+        durable: DurableRun | None,
         tool_retries: dict[str, int] | None = None,
         output_retries: int = 0,
     ) -> None:
@@ -205,7 +205,7 @@ class LoopState:
         self.pricing: Pricing | None = None
         self.cost: RunCost | None = None
         self.url_check = UrlCheck(core.url_policy)
-        self.durable: DurableRun | None = durable_run()
+        self.durable = durable
         """The engine this run's steps go through (`ferrule.agent.durable.bind`); `None`: not durable."""
         if core.pricing is not None:
             self.enable_pricing(core.pricing)

@@ -40,6 +40,7 @@ __all__ = ["execute_call"]
 
 _RICH = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile)
 _PLAIN = (str, int, float, bool, type(None), dict, list)
+_AS_IS = (*_PLAIN, *_RICH)  # returned values kept as they are; anything else becomes its JSON form
 
 
 async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> None:
@@ -244,7 +245,7 @@ def _tool_return(run: LoopState, c: ToolCallState, value: Any) -> ToolReturnPart
                 f"{exc}; return msgspec-encodable data or a pydantic model"
             ) from exc
         size = len(raw)
-        content = cast("Any", value) if isinstance(value, (*_PLAIN, *_RICH)) else msgspec.json.decode(raw)
+        content = cast("Any", value) if isinstance(value, _AS_IS) else msgspec.json.decode(raw)
     if size > limits.max_result_bytes:
         c.follow_up = None
         return _failed_after_run(
@@ -252,7 +253,8 @@ def _tool_return(run: LoopState, c: ToolCallState, value: Any) -> ToolReturnPart
         )
     try:
         check_content(run.core.url_policy, content)
-        check_content(run.core.url_policy, c.follow_up)
+        if c.follow_up is not None:
+            check_content(run.core.url_policy, c.follow_up)
     except UrlPolicyError as exc:
         c.follow_up = None
         return _failed_after_run(

@@ -51,7 +51,7 @@ def check_content(policy: UrlPolicy | None, content: Any) -> None:
     """
     if isinstance(content, _URL_ITEMS):
         (policy or _default_policy()).check(content.url)
-    elif isinstance(content, list | tuple):
+    elif isinstance(content, (list, tuple)):
         for item in content:  # pyright: ignore[reportUnknownVariableType]
             if isinstance(item, _URL_ITEMS):
                 (policy or _default_policy()).check(item.url)
