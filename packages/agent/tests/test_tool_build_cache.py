@@ -110,3 +110,37 @@ async def test_cached_tools_validate_and_run() -> None:
         assert isinstance(returns[0].content, int)
     with pytest.raises(JsonTypeError, match=r"\$\.a"):
         Tool(add).validate_args('{"a": "x", "b": 1}')
+
+
+def _state(tool: Tool[Any]) -> dict[str, Any]:
+    return {slot: getattr(tool, slot, None) for slot in type(tool).__slots__}
+
+
+def test_a_tool_from_the_cache_is_the_tool_a_fresh_build_gives() -> None:
+    def scale(x: float, factor: int = 2) -> float:
+        """Scale a number."""
+        return x * factor
+
+    cached_first = Tool(scale)
+    from_cache = Tool(scale)
+    _BUILT.pop(scale)
+    fresh = Tool(scale)
+    assert _state(from_cache) == _state(cached_first)
+    for slot, value in _state(fresh).items():
+        if slot in ("args_type", "definition", "_validator"):
+            continue  # built anew: equal in meaning, not the same object
+        assert value == _state(from_cache)[slot], slot
+    assert fresh.definition == from_cache.definition
+
+
+def test_a_lenient_build_does_not_answer_for_a_strict_one() -> None:
+    from ferrule.agent.exceptions import ToolDefinitionError
+
+    def loose(value: str) -> str:
+        """Echo."""
+        return value
+
+    del loose.__annotations__["value"]  # as if it had never been annotated
+    Tool(loose, strict=False)
+    with pytest.raises(ToolDefinitionError, match="has no type annotation"):
+        Tool(loose)

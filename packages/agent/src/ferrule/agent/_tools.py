@@ -8,7 +8,7 @@ import math
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Generic, Literal, TypeAlias, cast, get_origin
+from typing import Annotated, Any, Final, Generic, Literal, TypeAlias, cast, get_origin
 
 import msgspec
 
@@ -378,7 +378,9 @@ class Tool(Generic[DepsT]):
         never mutated (`replace` shares them between copies as well); a hand-written schema (a
         dict, unhashable) is not cached.
         """
-        key = (name, description, takes_ctx, docstring_format, require_descriptions)
+        # Every input of `_build` but the function itself: `strict` decides whether an unannotated
+        # parameter is refused, so a lenient build must not answer for a strict one.
+        key = (name, description, takes_ctx, docstring_format, require_descriptions, self.strict)
         cacheable = parameters_json_schema is None
         built: tuple[Any, ...] | None = None
         if cacheable:
@@ -397,28 +399,11 @@ class Tool(Generic[DepsT]):
                 require_descriptions,
             )
             if cacheable:
-                built = (
-                    self.name,
-                    self.is_async,
-                    self.takes_ctx,
-                    self.description,
-                    self.args_type,
-                    self.parameters_json_schema,
-                    self._field_names,
-                    self._shape,
-                )
+                built = tuple(getattr(self, attribute) for attribute in _DERIVED)
                 _BUILT.setdefault(function, {})[key] = built
             return
-        (
-            self.name,
-            self.is_async,
-            self.takes_ctx,
-            self.description,
-            self.args_type,
-            self.parameters_json_schema,
-            self._field_names,
-            self._shape,
-        ) = built
+        for attribute, value in zip(_DERIVED, built, strict=True):
+            setattr(self, attribute, value)
         self._call_sync = None if self.is_async else function
 
     def _build(
@@ -673,11 +658,24 @@ class Tool(Generic[DepsT]):
         )
 
 
-# What `Tool._build` derived from each function, per naming and docstring options; an entry goes
-# with its function.
+# What `Tool._build` derives from a function: the attributes a cached build copies. A test builds a
+# tool fresh and from the cache and compares every slot, so an attribute `_build` gains is not lost.
+_DERIVED: Final = (
+    "name",
+    "is_async",
+    "takes_ctx",
+    "description",
+    "args_type",
+    "parameters_json_schema",
+    "_field_names",
+    "_shape",
+)
+
+# What `Tool._build` derived from each function, per naming, docstring and strictness options; an
+# entry goes with its function.
 _BUILT: weakref.WeakKeyDictionary[
     Callable[..., Any],
-    dict[tuple[str | None, str | None, bool | None, str, bool], tuple[Any, ...]],
+    dict[tuple[str | None, str | None, bool | None, str, bool, bool | None], tuple[Any, ...]],
 ] = weakref.WeakKeyDictionary()
 
 
