@@ -147,3 +147,27 @@ def test_every_distribution_ships_the_licence(folder: Path) -> None:
     assert licence.is_symlink(), f"{licence} should link to ../../LICENSE"
     assert licence.resolve() == (folder.parents[1] / "LICENSE").resolve()
     assert licence.read_text(encoding="utf-8").startswith("MIT License")
+
+
+def _declared_entry_points(project: dict[str, Any]) -> set[tuple[str, str, str]]:
+    groups: dict[str, dict[str, str]] = {
+        **project.get("entry-points", {}),
+        "console_scripts": project.get("scripts", {}),
+        "gui_scripts": project.get("gui-scripts", {}),
+    }
+    return {(group, name, value) for group, entries in groups.items() for name, value in entries.items()}
+
+
+@pytest.mark.parametrize("folder", PACKAGES, ids=lambda f: f.name)
+def test_installed_entry_points_are_the_ones_the_checkout_declares(folder: Path) -> None:
+    # An editable install writes its entry points once; an environment made before a rename keeps
+    # pointing at modules that no longer exist (the CI failure this guards against), so say so here,
+    # once, instead of as eight unrelated-looking failures elsewhere.
+    project = _project(folder)["project"]
+    declared = _declared_entry_points(project)
+    dist = importlib.metadata.distribution(project["name"])
+    installed = {(entry.group, entry.name, entry.value) for entry in dist.entry_points}
+    assert installed == declared, (
+        f"{project['name']} is installed with stale metadata (installed {sorted(installed - declared)}, "
+        f"declared {sorted(declared - installed)}): recreate the environment (`hatch env remove default`)"
+    )
