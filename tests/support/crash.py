@@ -73,7 +73,8 @@ class Worker:
             self._changed.notify_all()
 
     def _failure(self, what: str) -> WorkerFailed:
-        self._stderr.flush()
+        if not self._stderr.closed:  # a worker that timed out has been killed and reaped already
+            self._stderr.flush()
         tail = self.stderr_path.read_text(encoding="utf-8", errors="replace")[-6000:]
         return WorkerFailed(
             f"worker {self.script.name} {' '.join(self.args)}: {what}\n"

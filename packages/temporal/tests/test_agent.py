@@ -235,3 +235,17 @@ async def test_decisions_must_match_the_pending_calls() -> None:
     pending = PendingApproval(0, [DeferredCall(tool_call_id="c1", tool_name="ship")])
     with pytest.raises(DurableError, match=r"exactly the calls \['c1'\]; got \['c2'\]"):
         await TemporalAgent.decide(None, pending, {"c2": Approved()})  # type: ignore[arg-type] - refused before use
+
+
+def test_a_tool_that_raises_fails_the_run_without_temporal_retrying_it(
+    temporal_server: str, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # Outside Temporal the tool's error ends the run; Temporal's default policy would retry the
+    # activity without end (1 s, 2 s, 4 s, ...), so the run would never finish.
+    server = chat_server([Turn(tool_calls=[("broken", {"order": "A-7"})]), Turn(text="unreachable")])
+    lines = worker(temporal_server, server, tmp_path, "broken").finish()
+    (failed,) = [line for line in lines if line.startswith("workflow failed: ")]
+    assert failed.endswith("ValueError: no such order: A-7")
+    assert f"failed: run 'wf-{tmp_path.name}' ended without an output (FAILED); it will not resume" in lines
+    assert effects(tmp_path / "effects.log") == ["broken A-7"], "called once, not retried"
+    assert dict(server.served) == {0: 1}

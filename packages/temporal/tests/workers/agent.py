@@ -13,6 +13,8 @@ the agent on TASK_QUEUE, starts the run WORKFLOW_ID of "add twice" (or attaches 
   on the worker; the prompt is "what time is it".
 - `crash-in-charge`: the non-idempotent `charge` tool SIGKILLs itself after recording its effect.
 - `terminate`: terminate the run, then print `failed: <error>` (what `result()` raises).
+- `broken`: the model calls the `broken` tool, which raises; print `workflow failed: <cause>` (what
+  `output()` raises) and `failed: <error>` (what `result()` raises).
 - `pause`: print `suspended: <error>` (what `result()` raises) and `paused <n> <call IDs>` once
   the run waits for approval, then wait to be killed.
 - `approve` / `deny`: decide the pending `ship` call, print `repeat rejected` when a second
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import Worker
 
@@ -79,6 +81,12 @@ def ship(order: str) -> str:
     return f"shipped {order}"
 
 
+def broken(order: str) -> str:
+    """Look an order up (always raises)."""
+    record_effect(Path(LOG), f"broken {order}")
+    raise ValueError(f"no such order: {order}")
+
+
 async def zone() -> str:
     """The customer's time zone (workflow-origin: deterministic, runs inline in workflow code)."""
     return "UTC"
@@ -93,6 +101,7 @@ agent = Agent(
         Tool(add, side_effect="idempotent"),
         Tool(charge),
         Tool(ship, requires_approval=True),
+        Tool(broken, side_effect="read_only"),
         Tool(zone, side_effect="read_only", origin="workflow"),
     ],
 )
@@ -148,6 +157,16 @@ async def main() -> None:
             handle = client.get_workflow_handle(WORKFLOW_ID, result_type=str)
         if MODE == "terminate":
             await handle.terminate("stopped by the test")
+            try:
+                await durable.result(handle)
+            except PersistedFailureError as exc:
+                print(f"failed: {exc}", flush=True)
+            return
+        if MODE == "broken":
+            try:
+                await durable.output(handle)
+            except WorkflowFailureError as exc:
+                print(f"workflow failed: {exc.cause}: {exc.cause.__cause__}", flush=True)
             try:
                 await durable.result(handle)
             except PersistedFailureError as exc:

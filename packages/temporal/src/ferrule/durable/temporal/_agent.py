@@ -13,8 +13,8 @@ update ends it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing, contextmanager
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Self
@@ -23,7 +23,7 @@ import msgspec
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from ferrule.agent import Agent, DeferredCall, Paused, ResumeDecisions, RunContext, Tool
@@ -378,15 +378,38 @@ class AgentWorkflow:
 # --- activities --------------------------------------------------------------------------------
 
 
+@contextmanager
+def _raised_errors_are_final() -> Generator[None]:
+    """An error raised by a step's own code fails the run, as it does outside Temporal.
+
+    Temporal's default policy retries a failed activity without end; ferrule has already applied its
+    retry policy to model requests, and a tool that raises is not called again by the agent either.
+    Temporal still retries an activity whose worker was lost (its timeout is not a raised error).
+    """
+    try:
+        yield
+    except ApplicationError:
+        raise
+    except Exception as exc:
+        name = type(exc).__name__
+        raise ApplicationError(f"{name}: {exc}", type=name, non_retryable=True) from exc
+
+
 @activity.defn(name="ferrule.model_request")
 async def model_request(agent_name: str, call_json: str) -> str:
     """One model request of a registered agent's run; returns the response's JSON.
 
     Streamed to the agent's `event_handler` when it has one, buffered otherwise.
     """
+    # A worker without the agent raises before the guard: another worker may have it.
     durable = registered(agent_name)
     # The workflow's deadline is on its own clock; the activity's timeout bounds the request here.
     call = msgspec.structs.replace(_CALL.decode(call_json), deadline=None)
+    with _raised_errors_are_final():
+        return await _model_request(durable, call)
+
+
+async def _model_request(durable: TemporalAgent, call: ModelCall) -> str:
     factory = durable.event_handler
     if factory is None:
         return encode_response(await request_with_retry(durable.model, call))
@@ -407,7 +430,8 @@ async def _call(agent_name: str, tool_name: str, tool_call_id: str, args_json: s
     tool = durable.tool(tool_name)
     args = tool.validate_args(msgspec.json.decode(args_json))
     ctx = durable.context(activity.info().workflow_id or "", tool_name, tool_call_id)
-    return await tool_step(tool_name, lambda: tool.call(ctx, args))
+    with _raised_errors_are_final():
+        return await tool_step(tool_name, lambda: tool.call(ctx, args))
 
 
 @activity.defn(name="ferrule.tool_call")
