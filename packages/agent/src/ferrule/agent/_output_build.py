@@ -274,34 +274,27 @@ def _choice_for(target: _Target, name: str, *, wrap_non_object: bool) -> OutputC
             f"cannot build a JSON Schema for output type {value!r} ({exc}); use a msgspec Struct, a "
             "dataclass, a TypedDict, an attrs class, a pydantic model (with pydantic installed) or builtin types"
         ) from exc
-    description = target.description or _type_description(value)
-    if is_object_schema(schema) or not wrap_non_object:
-        return OutputChoice(
-            name=target.name or name,
-            description=description,
-            schema=schema,
-            decode_type=value,
-            value_type=value,
-            wrapped=False,
-            strict=target.strict,
-        )
-    defs = schema.pop("$defs", None)
-    wrapped_schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {"value": schema},
-        "required": ["value"],
-        "additionalProperties": False,
-    }
-    if defs:
-        wrapped_schema["$defs"] = defs
-    wrapper = msgspec.defstruct("OutputValue", [("value", value)], forbid_unknown_fields=True)
+    wrapped = wrap_non_object and not is_object_schema(schema)
+    decode_type: Any = value
+    if wrapped:
+        # A non-object output travels as the `value` field of an object (tool arguments are objects).
+        defs = schema.pop("$defs", None)
+        schema = {
+            "type": "object",
+            "properties": {"value": schema},
+            "required": ["value"],
+            "additionalProperties": False,
+        }
+        if defs:
+            schema["$defs"] = defs
+        decode_type = msgspec.defstruct("OutputValue", [("value", value)], forbid_unknown_fields=True)
     return OutputChoice(
         name=target.name or name,
-        description=description,
-        schema=wrapped_schema,
-        decode_type=wrapper,
+        description=target.description or _type_description(value),
+        schema=schema,
+        decode_type=decode_type,
         value_type=value,
-        wrapped=True,
+        wrapped=wrapped,
         strict=target.strict,
     )
 
