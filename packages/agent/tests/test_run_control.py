@@ -15,6 +15,8 @@ from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCall
 from ferrule.core.settings import ModelSettings
 from tests.support.scripts import Script, text
 
+from ._support import Hang
+
 pytestmark = pytest.mark.anyio
 
 
@@ -23,21 +25,14 @@ def one_call(name: str, call_id: str = "c1") -> ModelResponse:
 
 
 async def test_deadline_inside_a_tool_cancels_and_records_unknown_outcome() -> None:
-    cancelled = anyio.Event()
-
-    async def transfer() -> str:
-        try:
-            await anyio.sleep(10)
-        except anyio.get_cancelled_exc_class():
-            cancelled.set()
-            raise
-        return "sent"
-
-    agent = Agent(FunctionModel(Script(one_call("transfer"))), tools=[transfer], run_timeout=0.1)
+    transfer = Hang()
+    agent = Agent(
+        FunctionModel(Script(one_call("transfer"))), tools=[transfer.tool("transfer")], run_timeout=0.1
+    )
     with anyio.fail_after(5):
         with pytest.raises(RunTimeoutError) as info:
             await agent.run("x")
-    assert cancelled.is_set()
+    assert transfer.cancelled.is_set()
     state = run_state_of(info.value)
     assert state is not None
     assert [c.tool_call_id for c in state.unknown_outcomes] == ["c1"]
@@ -102,27 +97,16 @@ async def test_run_timeout_is_tightened_by_per_run_timeout() -> None:
 
 
 async def test_outer_cancellation_drains_tools() -> None:
-    started = anyio.Event()
-    cancelled = anyio.Event()
-
-    async def hang() -> str:
-        started.set()
-        try:
-            await anyio.sleep(10)
-        except anyio.get_cancelled_exc_class():
-            cancelled.set()
-            raise
-        return "x"
-
+    hang = Hang()
     script = Script(
         ModelResponse(parts=[ToolCallPart(tool_name="hang", args={}, tool_call_id=f"h{i}") for i in range(3)])
     )
-    agent = Agent(FunctionModel(script), tools=[hang])
+    agent = Agent(FunctionModel(script), tools=[hang.tool("hang")])
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent.run, "x")
-        await started.wait()
+        await hang.started.wait()
         tg.cancel_scope.cancel()
-    assert cancelled.is_set()
+    assert hang.cancelled.is_set()
 
 
 async def test_transient_errors_are_retried_with_policy() -> None:
