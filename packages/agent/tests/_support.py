@@ -3,11 +3,21 @@ environment, which has only ferrule-core and ferrule-agent installed, can use th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import anyio
 
-__all__ = ["Hang"]
+from ferrule.core.messages import Message, ModelRequest
+
+__all__ = ["Hang", "request_parts"]
+
+P = TypeVar("P")
+
+
+def request_parts(messages: Sequence[Message], kind: type[P] | tuple[type[P], ...]) -> list[P]:
+    """The parts of type `kind` of the requests in `messages`, in order."""
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, kind)]
 
 
 class Hang:
