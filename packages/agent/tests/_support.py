@@ -4,15 +4,22 @@ environment, which has only ferrule-core and ferrule-agent installed, can use th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from ferrule.core.messages import Message, ModelRequest
 
-__all__ = ["Hang", "request_parts"]
+__all__ = ["Hang", "parts_at", "request_parts"]
 
 P = TypeVar("P")
+
+
+def parts_at(messages: Sequence[Message], index: int = 2) -> list[Any]:
+    """The parts of the request at `index` (by default the one that answers the first response)."""
+    request = messages[index]
+    assert isinstance(request, ModelRequest)
+    return list(request.parts)
 
 
 def request_parts(messages: Sequence[Message], kind: type[P] | tuple[type[P], ...]) -> list[P]:
