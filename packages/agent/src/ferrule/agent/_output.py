@@ -10,12 +10,10 @@ from typing_extensions import TypeVar
 
 from ._errors import OutputSpecError
 
-# The run loop imports the plan it follows from here; the plans live in `_output_plan`.
+# The plans live in `_output_plan`; the output step still imports the names it uses from here.
 from ._output_plan import OutputChoice as OutputChoice
-from ._output_plan import OutputMode as OutputMode
 from ._output_plan import OutputPlan as OutputPlan
 from ._output_plan import TextFunction as TextFunction
-from ._output_plan import extract_json as extract_json
 
 __all__ = [
     "DEFAULT_OUTPUT_TOOL_NAME",
