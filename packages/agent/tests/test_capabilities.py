@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -32,7 +31,6 @@ from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
     CapabilityLoadDeltaPart,
     Message,
-    ModelRequest,
     ModelResponse,
     RetryPromptPart,
     ToolCallPart,
@@ -41,6 +39,8 @@ from ferrule.core.messages import (
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 from tests.support.scripts import Script, call, text
+
+from ._support import request_parts
 
 pytestmark = pytest.mark.anyio
 
@@ -52,10 +52,6 @@ def load(*ids: str) -> ModelResponse:
             for i in ids
         ]
     )
-
-
-def parts_of(messages: Sequence[Message], kind: type[Any]) -> list[Any]:
-    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, kind)]
 
 
 def refund(order: str) -> str:
@@ -104,7 +100,7 @@ async def test_eager_capability_contributes_everything() -> None:
     assert script.names(0) == ["refund", "db__query"]
     assert script.infos[0].instructions == "Base.\n\nBe kind.\n\nRun ok."
     assert script.infos[0].model_settings.temperature == 0.3
-    assert parts_of(result.all_messages(), ToolReturnPart)[0].content == "[tagged] refunded A1"
+    assert request_parts(result.all_messages(), ToolReturnPart)[0].content == "[tagged] refunded A1"
     assert events == ["run_start", "processor:1", "processor:3"]
     assert validated == ["ok"]
     assert result.output == "ok!"
@@ -163,12 +159,12 @@ async def test_on_demand_catalog_load_and_activation_before_next_request() -> No
     assert "- billing: Refunds" in instructions
     assert script.names(0) == ["load_capability"]
     assert script.names(1) == ["refund", "load_capability"]
-    loaded = parts_of(result.all_messages(), ToolReturnPart)[0]
+    loaded = request_parts(result.all_messages(), ToolReturnPart)[0]
     assert loaded.content == (
         "Loaded capabilities 'base', 'billing' (dependencies first).\n\n"
         "Base rules.\n\nAmounts are in cents.\n\nDynamic billing rule."
     )
-    [delta] = parts_of(result.all_messages(), CapabilityLoadDeltaPart)
+    [delta] = request_parts(result.all_messages(), CapabilityLoadDeltaPart)
     assert delta.loaded == ["base", "billing"]
     assert delta.tool_call_id == "load_billing"
 
@@ -182,11 +178,11 @@ async def test_on_demand_capability_whose_dependency_conflicts_is_refused_atomic
     script = Script(load("reports"), text("ok"))
     agent = Agent(FunctionModel(script), capabilities=[readonly, sql_write, reports])
     result = await agent.run("report")
-    [refused] = parts_of(result.all_messages(), ToolReturnPart)
+    [refused] = request_parts(result.all_messages(), ToolReturnPart)
     assert refused.outcome == "failed"
     assert "'sql_write' conflicts with 'readonly'" in str(refused.content)
     assert "Nothing was changed" in str(refused.content)
-    assert parts_of(result.all_messages(), CapabilityLoadDeltaPart) == []
+    assert request_parts(result.all_messages(), CapabilityLoadDeltaPart) == []
     # Neither the dependency nor the capability became active.
     assert script.names(1) == ["load_capability"]
 
@@ -196,7 +192,7 @@ async def test_loads_in_one_step_are_checked_against_earlier_planned_loads() -> 
     right = Capability("right", tools=[query], loading="on_demand")
     script = Script(load("left", "right"), text("ok"))
     result = await Agent(FunctionModel(script), capabilities=[left, right]).run("go")
-    ok, refused = parts_of(result.all_messages(), ToolReturnPart)
+    ok, refused = request_parts(result.all_messages(), ToolReturnPart)
     assert ok.outcome == "success"
     assert refused.outcome == "failed"
     assert "planned earlier in this step" in str(refused.content)
@@ -207,7 +203,7 @@ async def test_unknown_capability_gets_a_retry_prompt() -> None:
     extra = Capability("extra", loading="on_demand")
     script = Script(load("nope"), text("ok"))
     result = await Agent(FunctionModel(script), capabilities=[extra]).run("go")
-    [retry] = parts_of(result.all_messages(), RetryPromptPart)
+    [retry] = request_parts(result.all_messages(), RetryPromptPart)
     assert retry.content == "Unknown capability 'nope'. Capabilities you can load: extra"
 
 
@@ -230,9 +226,9 @@ async def test_loading_twice_is_harmless() -> None:
     extra = Capability("extra", tools=[refund], loading="on_demand")
     script = Script(load("extra"), load("extra"), text("ok"))
     result = await Agent(FunctionModel(script), capabilities=[extra]).run("go")
-    _first, second = parts_of(result.all_messages(), ToolReturnPart)
+    _first, second = request_parts(result.all_messages(), ToolReturnPart)
     assert second.content == "Capability 'extra' is already loaded."
-    assert len(parts_of(result.all_messages(), CapabilityLoadDeltaPart)) == 1
+    assert len(request_parts(result.all_messages(), CapabilityLoadDeltaPart)) == 1
 
 
 async def test_capability_hooks_run_after_agent_hooks_and_ctx_sees_snapshot() -> None:
@@ -393,4 +389,4 @@ async def test_capability_validator_retry_counts_as_output_retry() -> None:
         "go"
     )
     assert result.output == "good"
-    assert parts_of(result.all_messages(), RetryPromptPart)[0].content == "say good"
+    assert request_parts(result.all_messages(), RetryPromptPart)[0].content == "say good"

@@ -112,6 +112,51 @@ async def paused_run(world: World) -> Paused:
     return outcome
 
 
+def returned(tool_name: str, content: str, call_id: str) -> dict[str, Any]:
+    """A successful tool-return part as `recorded` writes it."""
+    return {"part_kind": "tool-return", "tool_name": tool_name, "content": content, "tool_call_id": call_id}
+
+
+# The history of `paused_run` (the prompt, then the response whose calls pause), as `recorded` writes
+# it: where every resumed run's history starts.
+PAUSED_HISTORY: list[Any] = [
+    {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
+    {
+        "kind": "response",
+        "parts": [
+            {
+                "part_kind": "tool-call",
+                "tool_name": "lookup",
+                "args": {"q": "balance"},
+                "tool_call_id": "read",
+            },
+            {
+                "part_kind": "tool-call",
+                "tool_name": "transfer",
+                "args": {"amount": 500},
+                "tool_call_id": "big",
+            },
+            {
+                "part_kind": "tool-call",
+                "tool_name": "transfer",
+                "args": {"amount": 5},
+                "tool_call_id": "small",
+            },
+            {
+                "part_kind": "tool-call",
+                "tool_name": "ship",
+                "args": {"address": "x"},
+                "tool_call_id": "ext",
+            },
+        ],
+        "usage": {"input_tokens": 51, "output_tokens": 12},
+        "model_name": "function:respond",
+        "provider_name": "function",
+        "run_id": "run-1",
+    },
+]
+
+
 async def test_pause_happens_before_any_call_of_the_response_runs() -> None:
     world = World()
     paused = await paused_run(world)
@@ -155,63 +200,16 @@ async def test_resume_in_a_fresh_agent_from_json() -> None:
     assert result.usage.requests == 2
     assert result.usage.tool_calls == 3
     # new_messages() covers the whole logical run, from the original prompt.
-    assert recorded(result.new_messages()) == snapshot(
+    messages = recorded(result.new_messages())
+    assert messages[:2] == PAUSED_HISTORY
+    assert messages[2:] == snapshot(
         [
-            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
-            {
-                "kind": "response",
-                "parts": [
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "lookup",
-                        "args": {"q": "balance"},
-                        "tool_call_id": "read",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 500},
-                        "tool_call_id": "big",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 5},
-                        "tool_call_id": "small",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "ship",
-                        "args": {"address": "x"},
-                        "tool_call_id": "ext",
-                    },
-                ],
-                "usage": {"input_tokens": 51, "output_tokens": 12},
-                "model_name": "function:respond",
-                "provider_name": "function",
-                "run_id": "run-1",
-            },
             {
                 "kind": "request",
                 "parts": [
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "lookup",
-                        "content": "1000",
-                        "tool_call_id": "read",
-                    },
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "transfer",
-                        "content": "sent 500",
-                        "tool_call_id": "big",
-                    },
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "transfer",
-                        "content": "sent 5",
-                        "tool_call_id": "small",
-                    },
+                    returned("lookup", "1000", "read"),
+                    returned("transfer", "sent 500", "big"),
+                    returned("transfer", "sent 5", "small"),
                     {
                         "part_kind": "tool-return",
                         "tool_name": "ship",
@@ -246,51 +244,14 @@ async def test_denial_becomes_an_error_result() -> None:
     )
     assert not isinstance(result, Paused)
     assert sorted(world.executed) == ["lookup:balance", "transfer:5"]
-    assert recorded(result.all_messages()) == snapshot(
+    messages = recorded(result.all_messages())
+    assert messages[:2] == PAUSED_HISTORY
+    assert messages[2:] == snapshot(
         [
-            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
-            {
-                "kind": "response",
-                "parts": [
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "lookup",
-                        "args": {"q": "balance"},
-                        "tool_call_id": "read",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 500},
-                        "tool_call_id": "big",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 5},
-                        "tool_call_id": "small",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "ship",
-                        "args": {"address": "x"},
-                        "tool_call_id": "ext",
-                    },
-                ],
-                "usage": {"input_tokens": 51, "output_tokens": 12},
-                "model_name": "function:respond",
-                "provider_name": "function",
-                "run_id": "run-1",
-            },
             {
                 "kind": "request",
                 "parts": [
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "lookup",
-                        "content": "1000",
-                        "tool_call_id": "read",
-                    },
+                    returned("lookup", "1000", "read"),
                     {
                         "part_kind": "tool-return",
                         "tool_name": "transfer",
@@ -298,12 +259,7 @@ async def test_denial_becomes_an_error_result() -> None:
                         "tool_call_id": "big",
                         "outcome": "denied",
                     },
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "transfer",
-                        "content": "sent 5",
-                        "tool_call_id": "small",
-                    },
+                    returned("transfer", "sent 5", "small"),
                     {
                         "part_kind": "tool-return",
                         "tool_name": "ship",
@@ -358,63 +314,16 @@ async def test_external_error_result() -> None:
     )
     assert not isinstance(result, Paused)
     assert "('ext', 'failed', 'warehouse down')" in result.output
-    assert recorded(result.all_messages()) == snapshot(
+    messages = recorded(result.all_messages())
+    assert messages[:2] == PAUSED_HISTORY
+    assert messages[2:] == snapshot(
         [
-            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pay"}], "run_id": "run-1"},
-            {
-                "kind": "response",
-                "parts": [
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "lookup",
-                        "args": {"q": "balance"},
-                        "tool_call_id": "read",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 500},
-                        "tool_call_id": "big",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "transfer",
-                        "args": {"amount": 5},
-                        "tool_call_id": "small",
-                    },
-                    {
-                        "part_kind": "tool-call",
-                        "tool_name": "ship",
-                        "args": {"address": "x"},
-                        "tool_call_id": "ext",
-                    },
-                ],
-                "usage": {"input_tokens": 51, "output_tokens": 12},
-                "model_name": "function:respond",
-                "provider_name": "function",
-                "run_id": "run-1",
-            },
             {
                 "kind": "request",
                 "parts": [
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "lookup",
-                        "content": "1000",
-                        "tool_call_id": "read",
-                    },
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "transfer",
-                        "content": "sent 500",
-                        "tool_call_id": "big",
-                    },
-                    {
-                        "part_kind": "tool-return",
-                        "tool_name": "transfer",
-                        "content": "sent 5",
-                        "tool_call_id": "small",
-                    },
+                    returned("lookup", "1000", "read"),
+                    returned("transfer", "sent 500", "big"),
+                    returned("transfer", "sent 5", "small"),
                     {
                         "part_kind": "tool-return",
                         "tool_name": "ship",

@@ -45,17 +45,25 @@ def three_steps(log: list[str]) -> tuple[FunctionModel, list[int], Tool[Any]]:
     return FunctionModel(answer), seen, Tool(lookup, side_effect="idempotent")
 
 
+async def crash_once(
+    agent: Agent[Any, Any], run_id: str, prompt: str, at: tuple[str, str], **run_options: Any
+) -> Engine:
+    """Run `agent` on an engine that crashes at `at`; the engine (no longer crashing) to run it again on."""
+    engine = Engine()
+    engine.crash_at = at
+    with bind(Binding(run_id), engine), pytest.raises(Crash):
+        await agent.run(prompt, **run_options)
+    engine.crash_at = None
+    return engine
+
+
 async def test_a_crash_after_the_first_tool_call_repeats_nothing() -> None:
     log: list[str] = []
     model, seen, tool = three_steps(log)
     agent = Agent(model, tools=[tool])
-    engine = Engine()
-    engine.crash_at = ("step.1.model_request", "before")
-    with bind(Binding("run-1"), engine), pytest.raises(Crash):
-        await agent.run("go")
+    engine = await crash_once(agent, "run-1", "go", ("step.1.model_request", "before"))
     assert seen == [0]
     assert log == ["lookup 0"]
-    engine.crash_at = None
     with bind(Binding("run-1"), engine):
         result = await agent.run("go")
     assert result.output == "done"
@@ -75,11 +83,7 @@ async def test_a_crash_during_a_model_request_repeats_only_that_request() -> Non
     log: list[str] = []
     model, seen, tool = three_steps(log)
     agent = Agent(model, tools=[tool])
-    engine = Engine()
-    engine.crash_at = ("step.1.model_request", "inside")
-    with bind(Binding("run-1"), engine), pytest.raises(Crash):
-        await agent.run("go")
-    engine.crash_at = None
+    engine = await crash_once(agent, "run-1", "go", ("step.1.model_request", "inside"))
     with bind(Binding("run-1"), engine):
         assert (await agent.run("go")).output == "done"
     assert seen == [0, 1, 1, 2]
@@ -99,11 +103,7 @@ async def test_a_started_non_idempotent_call_is_unknown_after_a_crash_and_not_ru
         return "charged"
 
     agent = Agent(FunctionModel(answer), tools=[Tool(charge)])
-    engine = Engine()
-    engine.crash_at = ("step.0.tool_call", "inside")
-    with bind(Binding("run-9"), engine), pytest.raises(Crash):
-        await agent.run("pay")
-    engine.crash_at = None
+    engine = await crash_once(agent, "run-9", "pay", ("step.0.tool_call", "inside"))
     with bind(Binding("run-9"), engine):
         result = await agent.run("pay")
     assert charged == [5], "never charged twice"
@@ -301,13 +301,15 @@ async def test_a_replayed_stream_delivers_each_committed_event_once() -> None:
         delivered.append(describe(event))
 
     store = MemoryStreamCheckpointStore()
-    engine = Engine()
-    engine.crash_at = ("step.1.model_request", "inside")
-    with bind(Binding("s-1"), engine), pytest.raises(Crash):
-        await agent.run("go", event_handler=CheckpointedStreamSink(sink, store, "s-1"))
+    engine = await crash_once(
+        agent,
+        "s-1",
+        "go",
+        ("step.1.model_request", "inside"),
+        event_handler=CheckpointedStreamSink(sink, store, "s-1"),
+    )
     before = len(delivered)
     assert 0 < before < len(reference)
-    engine.crash_at = None
     with bind(Binding("s-1"), engine):
         await agent.run("go", event_handler=CheckpointedStreamSink(sink, store, "s-1"))
     # Step 0's events are replayed from its record and skipped; the interrupted step 1 streams

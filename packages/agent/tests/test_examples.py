@@ -11,16 +11,37 @@ from tests.support.examples import needs_examples, run_example
 pytestmark = needs_examples
 
 
-def test_weather() -> None:
-    out = run_example("weather.py")
+@pytest.mark.parametrize(
+    ("example", "lines"),
+    [
+        ("weather.py", ["The weather in Paris: sunny, 21 °C.", "requests=2 tool_calls=1"]),
+        ("typed_output.py", ["Lyon, France: 522000", "requests=2"]),
+        (
+            "namespaced_toolset.py",
+            [
+                "tools offered: fs__read, fs__delete",
+                "deleted scratch/tmp.txt",
+                "tools offered: fs__read, fs__delete",
+                "Cleaned up scratch; 1 deletion was refused.",
+                "remaining: notes.txt",
+            ],
+        ),
+        (
+            "on_demand_capability.py",
+            [
+                "step 1: tools = load_capability",
+                "step 2: tools = refund, load_capability",
+                "loaded: Loaded capabilities 'accounts', 'billing' (dependencies first).",
+                "step 3: tools = refund, load_capability",
+                "Done: refunded 1250 cents on A17.",
+            ],
+        ),
+    ],
+)
+def test_example_prints_exactly(example: str, lines: list[str]) -> None:
+    out = run_example(example)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["The weather in Paris: sunny, 21 °C.", "requests=2 tool_calls=1"]
-
-
-def test_typed_output() -> None:
-    out = run_example("typed_output.py")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["Lyon, France: 522000", "requests=2"]
+    assert out.stdout.splitlines() == lines
 
 
 def test_streaming() -> None:
@@ -68,30 +89,6 @@ def test_approval_default_runs_both_processes() -> None:
     out = run_example("approval.py")
     assert out.returncode == 0, out.stderr
     assert "Sent 250 to alice" in out.stdout
-
-
-def test_namespaced_toolset_with_a_policy() -> None:
-    out = run_example("namespaced_toolset.py")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [
-        "tools offered: fs__read, fs__delete",
-        "deleted scratch/tmp.txt",
-        "tools offered: fs__read, fs__delete",
-        "Cleaned up scratch; 1 deletion was refused.",
-        "remaining: notes.txt",
-    ]
-
-
-def test_on_demand_capability() -> None:
-    out = run_example("on_demand_capability.py")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [
-        "step 1: tools = load_capability",
-        "step 2: tools = refund, load_capability",
-        "loaded: Loaded capabilities 'accounts', 'billing' (dependencies first).",
-        "step 3: tools = refund, load_capability",
-        "Done: refunded 1250 cents on A17.",
-    ]
 
 
 def test_tracing_to_the_console_exporter() -> None:

@@ -24,17 +24,13 @@ from ferrule.core.errors import UserError
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from tests.support.scripts import recorded
 
+from ._support import request_parts
+
 pytestmark = pytest.mark.anyio
 
 
 def prompts(messages: Sequence[Message]) -> list[str]:
-    return [
-        p.content
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
-    ]
+    return [p.content for p in request_parts(messages, UserPromptPart) if isinstance(p.content, str)]
 
 
 async def test_messages_enqueued_during_a_tool_enter_before_the_next_request() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -13,8 +12,6 @@ from ferrule.agent.exceptions import ToolDefinitionError, ToolRetriesExceeded
 from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
-    Message,
-    ModelRequest,
     ModelResponse,
     RetryPromptPart,
     ToolCallPart,
@@ -23,22 +20,14 @@ from ferrule.core.messages import (
 from ferrule.core.model import ToolDefinition
 from tests.support.scripts import Script, call, text
 
+from ._support import request_parts
+
 pytestmark = pytest.mark.anyio
 
 
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-def answers(messages: Sequence[Message]) -> list[ToolReturnPart | RetryPromptPart]:
-    return [
-        p
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, (ToolReturnPart, RetryPromptPart))
-    ]
 
 
 class Recorder(ToolPolicy):
@@ -124,7 +113,7 @@ async def test_arguments_may_be_transformed_with_a_dict() -> None:
         FunctionModel(Script(call("add", {"a": 500, "b": 1}))), tools=[add], tool_policies=[Clamp()]
     )
     result = await agent.run("go")
-    assert answers(result.all_messages())[0].content == 11
+    assert request_parts(result.all_messages(), (ToolReturnPart, RetryPromptPart))[0].content == 11
 
 
 async def test_argument_retry_is_counted_against_the_tool_budget() -> None:
@@ -158,7 +147,7 @@ async def test_argument_retry_is_counted_against_the_tool_budget() -> None:
         tool_policies=[NoNegatives()],
     )
     result = await agent.run("go")
-    parts = answers(result.all_messages())
+    parts = request_parts(result.all_messages(), (ToolReturnPart, RetryPromptPart))
     assert isinstance(parts[0], RetryPromptPart)
     assert parts[0].content == "a must not be negative"
     assert ran == [3]
@@ -225,7 +214,7 @@ async def test_call_stage_refuses_without_running() -> None:
     )
     result = await agent.run("go")
     assert ran == ["read y"]
-    refused, read_result = answers(result.all_messages())
+    refused, read_result = request_parts(result.all_messages(), (ToolReturnPart, RetryPromptPart))
     assert isinstance(refused, RetryPromptPart)
     assert refused.content == "Deleting is not allowed."
     assert isinstance(read_result, ToolReturnPart)
@@ -244,7 +233,7 @@ async def test_return_stage_transforms_or_retries() -> None:
 
     script = Script(call("echo", {"word": "hi"}), call("echo", {"word": "secret"}, "c2"), text("ok"))
     result = await Agent(FunctionModel(script), tools=[echo], tool_policies=[Redact()]).run("go")
-    first, second = answers(result.all_messages())
+    first, second = request_parts(result.all_messages(), (ToolReturnPart, RetryPromptPart))
     assert isinstance(first, ToolReturnPart)
     assert first.content == "HI"
     assert isinstance(second, RetryPromptPart)
@@ -264,7 +253,7 @@ async def test_policies_do_not_apply_to_framework_tools() -> None:
     agent = Agent(FunctionModel(script), capabilities=[capability], tool_policies=[RefuseAll()])
     result = await agent.run("go")
     assert [d.name for d in script.tools[0]] == ["load_capability"]
-    loaded = answers(result.all_messages())[0]
+    loaded = request_parts(result.all_messages(), (ToolReturnPart, RetryPromptPart))[0]
     assert isinstance(loaded, ToolReturnPart)
     assert loaded.content == "Loaded capability 'extra'."
     assert [d.name for d in script.tools[1]] == ["load_capability"]  # add is hidden by the policy

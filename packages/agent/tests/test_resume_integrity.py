@@ -33,6 +33,8 @@ from ferrule.core.messages import (
     UserPromptPart,
 )
 
+from ._support import request_parts
+
 pytestmark = pytest.mark.anyio
 
 
@@ -226,13 +228,7 @@ async def test_concurrent_resumes_of_two_pauses_keep_their_own_capabilities() ->
         result = results[label]
         assert isinstance(result, AgentRunResult)
         assert result.output == label  # each run's load activated its own capability's tools
-        deltas = [
-            p
-            for m in result.all_messages()
-            if isinstance(m, ModelRequest)
-            for p in m.parts
-            if isinstance(p, CapabilityLoadDeltaPart)
-        ]
+        deltas = request_parts(result.all_messages(), CapabilityLoadDeltaPart)
         assert [d.loaded for d in deltas] == [["x"]]
     assert offered == {
         "one": [["gate", "load_capability", "x_one"]],

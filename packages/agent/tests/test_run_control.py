@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
 import pytest
@@ -15,6 +15,8 @@ from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCall
 from ferrule.core.settings import ModelSettings
 from tests.support.scripts import Script, text
 
+from ._support import Hang
+
 pytestmark = pytest.mark.anyio
 
 
@@ -22,22 +24,27 @@ def one_call(name: str, call_id: str = "c1") -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(tool_name=name, args={}, tool_call_id=call_id)])
 
 
+class Failing:
+    """A model function that raises a fresh `error()` at every request; `attempts` counts them."""
+
+    def __init__(self, error: Callable[[], Exception]) -> None:
+        self.error = error
+        self.attempts = 0
+
+    def __call__(self, messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        self.attempts += 1
+        raise self.error()
+
+
 async def test_deadline_inside_a_tool_cancels_and_records_unknown_outcome() -> None:
-    cancelled = anyio.Event()
-
-    async def transfer() -> str:
-        try:
-            await anyio.sleep(10)
-        except anyio.get_cancelled_exc_class():
-            cancelled.set()
-            raise
-        return "sent"
-
-    agent = Agent(FunctionModel(Script(one_call("transfer"))), tools=[transfer], run_timeout=0.1)
+    transfer = Hang()
+    agent = Agent(
+        FunctionModel(Script(one_call("transfer"))), tools=[transfer.tool("transfer")], run_timeout=0.1
+    )
     with anyio.fail_after(5):
         with pytest.raises(RunTimeoutError) as info:
             await agent.run("x")
-    assert cancelled.is_set()
+    assert transfer.cancelled.is_set()
     state = run_state_of(info.value)
     assert state is not None
     assert [c.tool_call_id for c in state.unknown_outcomes] == ["c1"]
@@ -102,27 +109,16 @@ async def test_run_timeout_is_tightened_by_per_run_timeout() -> None:
 
 
 async def test_outer_cancellation_drains_tools() -> None:
-    started = anyio.Event()
-    cancelled = anyio.Event()
-
-    async def hang() -> str:
-        started.set()
-        try:
-            await anyio.sleep(10)
-        except anyio.get_cancelled_exc_class():
-            cancelled.set()
-            raise
-        return "x"
-
+    hang = Hang()
     script = Script(
         ModelResponse(parts=[ToolCallPart(tool_name="hang", args={}, tool_call_id=f"h{i}") for i in range(3)])
     )
-    agent = Agent(FunctionModel(script), tools=[hang])
+    agent = Agent(FunctionModel(script), tools=[hang.tool("hang")])
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent.run, "x")
-        await started.wait()
+        await hang.started.wait()
         tg.cancel_scope.cancel()
-    assert cancelled.is_set()
+    assert hang.cancelled.is_set()
 
 
 async def test_transient_errors_are_retried_with_policy() -> None:
@@ -145,45 +141,27 @@ async def test_transient_errors_are_retried_with_policy() -> None:
 
 
 async def test_non_retryable_errors_and_exhausted_retries_propagate() -> None:
-    attempts = 0
-
-    def denied(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        nonlocal attempts
-        attempts += 1
-        raise AuthenticationError("bad key")
-
+    denied = Failing(lambda: AuthenticationError("bad key"))
     with pytest.raises(AuthenticationError):
         await Agent(FunctionModel(denied), retry_policy=RetryPolicy(max_retries=5, initial_delay=0)).run("x")
-    assert attempts == 1
+    assert denied.attempts == 1
 
-    attempts = 0
-
-    def always(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        nonlocal attempts
-        attempts += 1
-        raise ServerError("down")
-
+    always = Failing(lambda: ServerError("down"))
     with pytest.raises(ServerError) as info:
         await Agent(FunctionModel(always), retry_policy=RetryPolicy(max_retries=2, initial_delay=0)).run("x")
-    assert attempts == 3
+    assert always.attempts == 3
     state = run_state_of(info.value)
     assert state is not None
     assert state.usage.requests == 0
 
 
 async def test_retry_wait_bounded_by_deadline() -> None:
-    attempts = 0
-
-    def limited(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        nonlocal attempts
-        attempts += 1
-        raise RateLimitError("wait", retry_after=30)
-
+    limited = Failing(lambda: RateLimitError("wait", retry_after=30))
     agent = Agent(FunctionModel(limited), retry_policy=RetryPolicy(max_retries=3, max_total_delay=None))
     with anyio.fail_after(5):
         with pytest.raises(RateLimitError) as info:
             await agent.run("x", timeout=2)
-    assert attempts == 1
+    assert limited.attempts == 1
     assert any("run deadline" in n for n in info.value.__notes__)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -12,8 +11,6 @@ from inline_snapshot import snapshot
 from ferrule.agent import Agent, Tool, ToolLimits, run_state_of
 from ferrule.agent.testing import FunctionModel
 from ferrule.core.messages import (
-    Message,
-    ModelRequest,
     ModelResponse,
     RetryPromptPart,
     ToolCallPart,
@@ -21,6 +18,8 @@ from ferrule.core.messages import (
 )
 from ferrule.core.usage import UsageLimitExceeded, UsageLimits
 from tests.support.scripts import Script, recorded, text
+
+from ._support import parts_at
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +33,6 @@ def many(name: str, count: int, args: Any = None) -> ModelResponse:
             for i in range(count)
         ]
     )
-
-
-def step_results(messages: Sequence[Message]) -> list[Any]:
-    request = messages[2]
-    assert isinstance(request, ModelRequest)
-    return list(request.parts)
 
 
 class Gauge:
@@ -71,7 +64,7 @@ async def test_parallel_calls_run_concurrently_and_results_keep_call_order() -> 
 
     agent = Agent(FunctionModel(Script(many("work", 4))), tools=[work])
     result = await agent.run("x")
-    parts = step_results(result.all_messages())
+    parts = parts_at(result.all_messages())
     assert [p.content for p in parts] == [0, 1, 2, 3]
     assert [p.tool_call_id for p in parts] == ["work_0", "work_1", "work_2", "work_3"]
     assert gauge.peak == 4
@@ -92,7 +85,7 @@ async def test_agent_concurrency_limit_exact_and_past(limit: int, calls: int) ->
     )
     result = await agent.run("x")
     assert gauge.peak == min(limit, calls)
-    assert [p.content for p in step_results(result.all_messages())] == list(range(calls))
+    assert [p.content for p in parts_at(result.all_messages())] == list(range(calls))
 
 
 async def test_per_tool_concurrency_limit() -> None:
@@ -124,7 +117,7 @@ async def test_agent_queue_limit_exact_and_past(calls: int, overflow: int) -> No
     limits = ToolLimits(max_concurrency=2, max_queue=3)  # 5 calls fit
     agent = Agent(FunctionModel(Script(many("work", calls))), tools=[work], tool_limits=limits)
     result = await agent.run("x")
-    parts = step_results(result.all_messages())
+    parts = parts_at(result.all_messages())
     rejected = [p for p in parts if isinstance(p, RetryPromptPart)]
     assert len(rejected) == overflow
     assert len(ran) == calls - overflow
@@ -139,7 +132,7 @@ async def test_per_tool_queue_limit() -> None:
 
     tool = Tool(work, limits=ToolLimits(max_concurrency=1, max_queue=1))
     result = await Agent(FunctionModel(Script(many("work", 3))), tools=[tool]).run("x")
-    parts = step_results(result.all_messages())
+    parts = parts_at(result.all_messages())
     assert [type(p) for p in parts] == [ToolReturnPart, ToolReturnPart, RetryPromptPart]
 
 
@@ -172,7 +165,7 @@ async def test_sequential_tool_runs_alone_among_parallel_ones() -> None:
     assert gauge.order.index("seq") > gauge.order.index("end p0")
     assert gauge.order.index("seq") > gauge.order.index("end p1")
     assert gauge.order.index("start p3") > gauge.order.index("seq")
-    assert [p.tool_call_id for p in step_results(result.all_messages())] == ["p0", "p1", "s2", "p3"]
+    assert [p.tool_call_id for p in parts_at(result.all_messages())] == ["p0", "p1", "s2", "p3"]
 
 
 async def test_timeout_of_read_only_tool_is_a_retry_prompt() -> None:
@@ -184,7 +177,7 @@ async def test_timeout_of_read_only_tool_is_a_retry_prompt() -> None:
         FunctionModel(Script(many("slow", 1, {}))), tools=[Tool(slow, timeout=0.05, side_effect="read_only")]
     )
     result = await agent.run("x")
-    part = step_results(result.all_messages())[0]
+    part = parts_at(result.all_messages())[0]
     assert isinstance(part, RetryPromptPart)
     assert "timed out after 0.05 seconds" in part.content
     assert result.unknown_outcomes == []
@@ -252,7 +245,7 @@ async def test_agent_wide_timeout_applies_to_every_tool() -> None:
         tools=[Tool(slow, side_effect="idempotent")],
         tool_limits=ToolLimits(timeout=0.05),
     )
-    part = step_results((await agent.run("x")).all_messages())[0]
+    part = parts_at((await agent.run("x")).all_messages())[0]
     assert isinstance(part, RetryPromptPart)
 
 

@@ -29,6 +29,8 @@ from ferrule.core.errors import ServerError
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolReturnPart
 from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted, TextPartDelta
 
+from ._support import Hang
+
 pytestmark = pytest.mark.anyio
 
 
@@ -250,28 +252,18 @@ async def test_failure_before_first_event_is_retried() -> None:
 
 
 async def test_leaving_the_stream_early_cancels_and_drains_the_run() -> None:
-    started = anyio.Event()
-    cancelled = anyio.Event()
-
-    async def slow() -> str:
-        started.set()
-        try:
-            await anyio.sleep(10)
-        except anyio.get_cancelled_exc_class():
-            cancelled.set()
-            raise
-        return "x"
+    slow = Hang()
 
     async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
         yield {0: DeltaToolCall(name="slow", json_args="{}", tool_call_id="s")}
 
-    agent = Agent(FunctionModel(stream_function=stream), tools=[slow])
+    agent = Agent(FunctionModel(stream_function=stream), tools=[slow.tool("slow")])
     async with agent.run_stream("x") as s:
         async for event in s:
             if isinstance(event, FunctionToolCallEvent):
-                await started.wait()
+                await slow.started.wait()
                 break
-    assert cancelled.is_set()
+    assert slow.cancelled.is_set()
     assert not s.done
 
 

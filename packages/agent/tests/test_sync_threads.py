@@ -23,6 +23,8 @@ from ferrule.core.messages import (
     ToolReturnPart,
 )
 
+from ._support import request_parts
+
 pytestmark = pytest.mark.anyio
 
 # A guard so that a regression fails the test instead of hanging the suite; nothing is timed.
@@ -147,13 +149,7 @@ async def test_calls_wait_for_a_busy_thread_instead_of_failing() -> None:
     )
     with anyio.fail_after(GUARD_SECONDS):
         result = await agent.run("go")
-    returns = [
-        p
-        for m in result.all_messages()
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
+    returns = request_parts(result.all_messages(), ToolReturnPart)
     assert [p.content for p in returns] == [f"ok work-1-{i}" for i in range(6)]
     assert most == [1]
 

@@ -10,7 +10,9 @@ from ferrule.agent import Agent, Tool
 from ferrule.agent._tools import _BUILT
 from ferrule.agent.testing import TestModel
 from ferrule.core.bounded_json import JsonTypeError
-from ferrule.core.messages import ModelRequest, ToolReturnPart
+from ferrule.core.messages import ToolReturnPart
+
+from ._support import request_parts
 
 pytestmark = pytest.mark.anyio
 
@@ -99,13 +101,7 @@ async def test_cached_tools_validate_and_run() -> None:
     again = Agent(TestModel(), tools=[add])
     for a in (agent, again):
         result = await a.run("add")
-        returns = [
-            p
-            for m in result.all_messages()
-            if isinstance(m, ModelRequest)
-            for p in m.parts
-            if isinstance(p, ToolReturnPart)
-        ]
+        returns = request_parts(result.all_messages(), ToolReturnPart)
         assert returns
         assert isinstance(returns[0].content, int)
     with pytest.raises(JsonTypeError, match=r"\$\.a"):

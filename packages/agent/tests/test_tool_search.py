@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import msgspec
 import pytest
 
@@ -13,13 +10,13 @@ from ferrule.agent._tool_search import BM25, MAX_RESULTS, tokenize
 from ferrule.agent.testing import FunctionModel, full_profile
 from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core.messages import (
-    Message,
-    ModelRequest,
     RetryPromptPart,
     ToolAvailabilityDeltaPart,
     ToolReturnPart,
 )
 from tests.support.scripts import Script, call, text
+
+from ._support import request_parts
 
 pytestmark = pytest.mark.anyio
 
@@ -37,10 +34,6 @@ def send_email(to: str, body: str) -> str:
 def convert_currency(amount: float, to: str) -> str:
     """Convert money between currencies using today's exchange rate."""
     return "converted"
-
-
-def request_parts(messages: Sequence[Message], kind: type[Any]) -> list[Any]:
-    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, kind)]
 
 
 def test_tokenize_splits_identifiers() -> None:

@@ -19,7 +19,7 @@ import pytest
 from ferrule.agent import Agent, Tool
 from ferrule.agent.exceptions import OutputSpecError, ToolDefinitionError
 from ferrule.agent.testing import FunctionModel
-from ferrule.core.messages import ModelRequest, RetryPromptPart, ToolReturnPart
+from ferrule.core.messages import ModelRequest, ModelRequestPart, RetryPromptPart, ToolReturnPart
 from tests.support.scripts import Script, call
 
 pytestmark = pytest.mark.anyio
@@ -80,13 +80,18 @@ def test_common_types_have_their_schema() -> None:
     assert schema["required"] == ["at", "id", "amount", "unit", "kind", "count"]
 
 
+async def first_reply(agent: Agent[None, str], script: Script) -> ModelRequestPart:
+    """Run `agent` and return the first part of the request that answers the scripted tool call."""
+    await agent.run("go")
+    request = script.seen[1][-1]
+    assert isinstance(request, ModelRequest)
+    return request.parts[0]
+
+
 async def test_common_types_are_converted_for_the_tool() -> None:
     script = Script(call("record", GOOD))
     agent = Agent(FunctionModel(script), tools=[record])
-    await agent.run("go")
-    part = script.seen[1][-1]
-    assert isinstance(part, ModelRequest)
-    result = part.parts[0]
+    result = await first_reply(agent, script)
     assert isinstance(result, ToolReturnPart)
     assert result.content == (
         "2026-12-01T10:00:00+00:00 12345678-1234-5678-1234-567812345678 2.25 celsius indoor 3"
@@ -107,10 +112,7 @@ async def test_common_types_are_converted_for_the_tool() -> None:
 async def test_bad_values_of_common_types_are_retry_prompts(field: str, bad: Any) -> None:
     script = Script(call("record", {**GOOD, field: bad}))
     agent = Agent(FunctionModel(script), tools=[record])
-    await agent.run("go")
-    request = script.seen[1][-1]
-    assert isinstance(request, ModelRequest)
-    retry = request.parts[0]
+    retry = await first_reply(agent, script)
     assert isinstance(retry, RetryPromptPart)
     assert isinstance(retry.content, list)
     assert retry.content[0]["loc"] == [field]
@@ -137,10 +139,7 @@ async def test_tool_returns_of_common_types_are_json() -> None:
 
     script = Script(call("now", {}))
     agent = Agent(FunctionModel(script), tools=[now])
-    await agent.run("go")
-    request = script.seen[1][-1]
-    assert isinstance(request, ModelRequest)
-    result = request.parts[0]
+    result = await first_reply(agent, script)
     assert isinstance(result, ToolReturnPart)
     assert result.content == {**GOOD, "at": "2026-12-01T10:00:00Z"}
 
@@ -167,10 +166,7 @@ async def test_strict_false_accepts_an_unannotated_parameter() -> None:
     agent = Agent(FunctionModel(script))
     agent.tool_plain(strict=False)(lookup)  # pyright: ignore[reportUnknownArgumentType]
     assert agent.tools["lookup"].parameters_json_schema["properties"] == {"city": {}}
-    await agent.run("go")
-    request = script.seen[1][-1]
-    assert isinstance(request, ModelRequest)
-    result = request.parts[0]
+    result = await first_reply(agent, script)
     assert isinstance(result, ToolReturnPart)
     assert result.content == {"city": ["any", "json"]}
 

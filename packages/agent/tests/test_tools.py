@@ -28,6 +28,8 @@ from ferrule.core.messages import (
 )
 from tests.support.scripts import Script, recorded, text
 
+from ._support import parts_at
+
 pytestmark = pytest.mark.anyio
 
 
@@ -38,12 +40,6 @@ def calls(*parts: tuple[str, Any] | tuple[str, Any, str]) -> ModelResponse:
             for i, p in enumerate(parts)
         ]
     )
-
-
-def results(messages: Sequence[Message], index: int = 2) -> list[Any]:
-    request = messages[index]
-    assert isinstance(request, ModelRequest)
-    return list(request.parts)
 
 
 # --- schemas ----------------------------------------------------------------------------------------
@@ -198,7 +194,7 @@ async def test_invalid_arguments_become_retry_prompts() -> None:
 
     result = await Agent(FunctionModel(script), tools=[add], retries=1).run("x")
     assert result.output == "3"
-    first = results(result.all_messages())
+    first = parts_at(result.all_messages())
     assert all(isinstance(p, RetryPromptPart) for p in first)
     assert first[0].content == [
         {"type": "invalid_argument", "loc": ["a"], "msg": "Expected `int`, got `str`"}
@@ -206,7 +202,7 @@ async def test_invalid_arguments_become_retry_prompts() -> None:
     assert "not valid JSON" in first[1].content
     assert "unknown field" in str(first[2].content)
     assert [p.tool_call_id for p in first] == ["c1", "c2", "c3"]
-    second = results(result.all_messages(), 4)
+    second = parts_at(result.all_messages(), 4)
     assert isinstance(second[0], ToolReturnPart)
     assert second[0].content == 3
 
@@ -226,7 +222,7 @@ async def test_model_retry_budget_exact_and_past() -> None:
     script = Script(calls(("flaky", {})), calls(("flaky", {})), calls(("flaky", {})), text("done"))
     result = await Agent(FunctionModel(script), tools=[Tool(flaky, max_retries=2)]).run("x")
     assert result.output == "done"
-    retry = results(result.all_messages())[0]
+    retry = parts_at(result.all_messages())[0]
     assert isinstance(retry, RetryPromptPart)
     assert retry.content == "try again 1"
     assert retry.tool_name == "flaky"
@@ -262,7 +258,7 @@ async def test_unknown_tool_gets_retry_prompt_listing_tools() -> None:
         return ""
 
     result = await Agent(FunctionModel(script), tools=[known]).run("x")
-    part = results(result.all_messages())[0]
+    part = parts_at(result.all_messages())[0]
     assert isinstance(part, RetryPromptPart)
     assert part.content == "Unknown tool name: 'nope'. Available tools: known"
     assert part.tool_call_id == "u1"
@@ -299,7 +295,7 @@ async def test_return_values_of_any_encodable_type() -> None:
 
     script = Script(calls(("struct", {}), ("dc", {}), ("plain", {}), ("image", {})), text("done"))
     result = await Agent(FunctionModel(script), tools=[struct, dc, plain, image]).run("x")
-    contents = [p.content for p in results(result.all_messages())]
+    contents = [p.content for p in parts_at(result.all_messages())]
     assert contents[:3] == [{"a": 1}, {"b": "x"}, {"k": [1, 2]}]
     assert isinstance(contents[3], BinaryContent)
     # The history round-trips through JSON.
@@ -424,7 +420,7 @@ async def test_result_size_limit_exact_and_past() -> None:
         retries=3,
     )
     result = await agent.run("x")
-    parts = results(result.all_messages())
+    parts = parts_at(result.all_messages())
     assert isinstance(parts[0], ToolReturnPart)
     assert parts[0].content == "x" * 100
     assert isinstance(parts[1], RetryPromptPart)
@@ -438,7 +434,7 @@ async def test_oversized_result_of_non_idempotent_tool_is_not_a_retry_invitation
     script = Script(calls(("send", {})), text("done"))
     agent = Agent(FunctionModel(script), tools=[Tool(send, limits=ToolLimits(max_result_bytes=10))])
     result = await agent.run("x")
-    part = results(result.all_messages())[0]
+    part = parts_at(result.all_messages())[0]
     assert isinstance(part, ToolReturnPart)
     assert part.outcome == "failed"
     assert "Do not call it again" in part.content
@@ -458,7 +454,7 @@ async def test_follow_up_limits_exact_and_past() -> None:
     script = Script(calls(("ok", {}), ("too_many", {}), ("too_big", {})), text("done"))
     tools = [Tool(f, side_effect="idempotent") for f in (ok, too_many, too_big)]
     result = await Agent(FunctionModel(script), tools=tools, tool_limits=limits, retries=5).run("x")
-    parts = results(result.all_messages())
+    parts = parts_at(result.all_messages())
     assert isinstance(parts[0], ToolReturnPart)
     assert isinstance(parts[1], RetryPromptPart)
     assert "3 follow-up items" in parts[1].content

@@ -13,9 +13,11 @@ from ferrule.agent import Agent, Approved, Paused, RunContext, Tool
 from ferrule.agent.exceptions import ToolDefinitionError
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.agent.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import Message, ModelResponse, ToolCallPart, ToolReturnPart
 from ferrule.core.model import ToolDefinition
 from tests.support.scripts import Script, call, text
+
+from ._support import request_parts
 
 pytestmark = pytest.mark.anyio
 
@@ -30,18 +32,12 @@ def mul(a: int, b: int) -> int:
     return a * b
 
 
-def returns(messages: Sequence[Message]) -> list[ToolReturnPart]:
-    return [
-        p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
-    ]
-
-
 async def test_function_toolset_tools_are_offered_and_run() -> None:
     script = Script(call("add", {"a": 2, "b": 3}))
     agent = Agent(FunctionModel(script), toolsets=[FunctionToolset([add, mul])])
     result = await agent.run("go")
     assert script.names() == ["add", "mul"]
-    assert [r.content for r in returns(result.all_messages())] == [5]
+    assert [r.content for r in request_parts(result.all_messages(), ToolReturnPart)] == [5]
 
 
 async def test_run_level_toolsets_come_after_agent_toolsets() -> None:
@@ -57,7 +53,7 @@ async def test_namespaces_prefix_names_and_call_the_original_function() -> None:
     result = await agent.run("go")
     assert script.names() == ["math__add", "math__mul"]
     assert script.tools[0][0].description == "Add two numbers."
-    [ret] = returns(result.all_messages())
+    [ret] = request_parts(result.all_messages(), ToolReturnPart)
     assert (ret.tool_name, ret.content) == ("math__mul", 20)
 
 
@@ -72,7 +68,7 @@ async def test_filtered_and_renamed_toolsets() -> None:
     toolset = FunctionToolset([add, mul]).filtered(lambda ctx, d: d.name != "mul").renamed({"add": "sum"})
     result = await Agent(FunctionModel(script), toolsets=[toolset]).run("go")
     assert script.names() == ["sum"]
-    assert [r.content for r in returns(result.all_messages())] == [2]
+    assert [r.content for r in request_parts(result.all_messages(), ToolReturnPart)] == [2]
 
 
 async def test_preparer_sees_the_run_and_enables_tools_per_step() -> None:

@@ -36,14 +36,8 @@ from ._errors import attach_state
 from ._ext import EXTENSION_KEYS, NO_OPTIONS, run_options
 from ._instrument import InstrumentationSettings, Tracer
 from ._options import RESUME_KEYS, RUN_KEYS, ResumeOptions, RunOptions, SharedOptions, check_keys
-from ._output import (
-    NativeOutput,
-    PromptedOutput,
-    StructuredDict,
-    TextOutput,
-    ToolOutput,
-    normalize_spec,
-)
+from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
+from ._output_build import normalize_spec
 from ._result import AgentRun, AgentRunResult, StreamedRunResult, streaming
 from ._run import Run
 from ._start import RunSettings, resume_run, start_run

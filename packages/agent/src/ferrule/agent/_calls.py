@@ -12,7 +12,7 @@ from ferrule.core.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
 
 from ._deferred import Decision, Denied, ExternalResult
 from ._errors import ModelRetry
-from ._output import OutputPlan
+from ._output_plan import OutputPlan
 from ._state import LoopState
 from ._step_tools import StepTools
 from ._tools import Tool, ToolLimits, args_error_details

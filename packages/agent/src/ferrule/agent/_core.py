@@ -11,7 +11,8 @@ from ferrule.core.retry import RetryPolicy
 from ._controls import SideEffectControls
 from ._errors import ToolDefinitionError
 from ._instrument import Tracer
-from ._output import OutputPlan, OutputSpecInfo, build_plan, resolve_mode
+from ._output_build import OutputSpecInfo, build_plan, resolve_mode
+from ._output_plan import OutputPlan
 from ._step_tools import StepTools
 from ._sync_tools import ToolThreads
 from ._tools import Tool, ToolLimits

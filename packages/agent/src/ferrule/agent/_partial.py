@@ -77,12 +77,10 @@ class JsonPrefix:
         self._safe_end = end
         self._safe_stack = tuple(self._stack)
 
-    def _value_done(self, end: int) -> None:
-        if self._stack:
-            self._state = _AFTER
-        else:
-            self._state = _DONE
+    def _value_done(self, end: int) -> int:
+        """Mark a value ending at `end` safe; the state after it (`_advance` keeps it in a local)."""
         self._safe(end)
+        return _AFTER if self._stack else _DONE
 
     def _advance(self) -> None:  # noqa: C901 - one pass of a per-character state machine; a helper per state costs a call per character
         text = self._text
@@ -111,19 +109,12 @@ class JsonPrefix:
                     i = n
                     break
                 i = quote + 1
-                if self._is_key:
-                    state = _COLON
-                else:
-                    self._state = state
-                    self._value_done(i)
-                    state = self._state
+                state = _COLON if self._is_key else self._value_done(i)
                 continue
             ch = text[i]
             if state == _SCALAR:
                 if ch in _WS or ch in ",]}":
-                    self._state = state
-                    self._value_done(i)
-                    state = self._state
+                    state = self._value_done(i)
                     continue  # re-read the delimiter in the new state
                 i += 1
                 continue
@@ -157,9 +148,7 @@ class JsonPrefix:
                     self._is_key = False
                 elif ch == "]" and opened:
                     stack.pop()
-                    self._state = state
-                    self._value_done(i + 1)
-                    state = self._state
+                    state = self._value_done(i + 1)
                 elif ch in _SCALAR_START:
                     state = _SCALAR
                 else:
@@ -173,9 +162,7 @@ class JsonPrefix:
                     self._is_key = True
                 elif ch == "}" and state == _KEY_OR_END:
                     stack.pop()
-                    self._state = state
-                    self._value_done(i + 1)
-                    state = self._state
+                    state = self._value_done(i + 1)
                 else:
                     state = _BROKEN
                     break
@@ -196,9 +183,7 @@ class JsonPrefix:
                         state = _BROKEN
                         break
                     stack.pop()
-                    self._state = state
-                    self._value_done(i + 1)
-                    state = self._state
+                    state = self._value_done(i + 1)
                 else:
                     state = _BROKEN
                     break

@@ -15,7 +15,7 @@ from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta, To
 from ._context import partial_output_context
 from ._errors import ModelRetry
 from ._events import PartialOutputEvent
-from ._output import OutputChoice
+from ._output_plan import OutputChoice
 from ._partial import JsonPrefix
 from ._schema import partial_ok
 from ._state import LoopState

@@ -35,7 +35,7 @@ from ._deferred import (
 )
 from ._errors import DecisionError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
-from ._receipts import WAITING, receipts_from_messages, safe_detail, unsettled
+from ._receipts import WAITING, receipt, receipts_from_messages, safe_detail
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
 
 __all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]
@@ -160,9 +160,9 @@ async def pause(
         if tool is None or tool.side_effect == "read_only":
             continue
         if c.part.tool_call_id in approvals:
-            actions.append(unsettled(c.part, tool, "confirmation_required", WAITING))
+            actions.append(receipt(c.part, tool, "confirmation_required", WAITING))
         elif isinstance(c.decision, Denied):
-            actions.append(unsettled(c.part, tool, "denied", safe_detail(c.decision.message)))
+            actions.append(receipt(c.part, tool, "denied", safe_detail(c.decision.message)))
     await checkpoint_store_of(controls).save(run.run_id, state)
     run.paused = Paused(state, actions)
     if run.core.output_info.deferred_requests:

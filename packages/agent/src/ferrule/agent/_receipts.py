@@ -30,8 +30,8 @@ __all__ = [
     "WAITING",
     "receipts_from_messages",
     "run_actions",
+    "receipt",
     "safe_detail",
-    "unsettled",
 ]
 
 TOOL_NOT_EXECUTED: Final = "Tool not executed - a final result was already processed."
@@ -95,14 +95,15 @@ def receipts_from_messages(
         tool = lookup(call.tool_name) if call is not None else None
         if call is None or tool is None or tool.side_effect == "read_only":
             continue
-        receipts.append(unsettled(call, tool, "confirmation_required", WAITING, step_id))
+        receipts.append(receipt(call, tool, "confirmation_required", WAITING, step_id))
     return receipts
 
 
-def unsettled(
+def receipt(
     call: ToolCallPart, tool: Tool[Any], status: ActionStatus, detail: str | None, step_id: str | None = None
 ) -> ActionReceipt:
-    """The receipt of a call that has no result in the history yet (it waits, or is already denied)."""
+    """The receipt of `call` of `tool`: settled from its result, or without a result in the history
+    yet (it waits, or is already denied)."""
     return ActionReceipt(
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
@@ -152,12 +153,4 @@ def _receipt(
                 detail = safe_detail(part.model_response_str())
             case "failed" | "retried":
                 status, detail = "failed", safe_detail(part.model_response_str())
-    return ActionReceipt(
-        tool_call_id=part.tool_call_id,
-        tool_name=call.tool_name,
-        status=status,
-        side_effect=tool.side_effect,
-        risk=tool.risk,
-        detail=detail,
-        step_id=step_id,
-    )
+    return receipt(call, tool, status, detail, step_id)

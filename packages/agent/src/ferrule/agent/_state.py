@@ -23,7 +23,7 @@ from ._context import RunContext
 from ._core import AgentCore
 from ._deferred import Decision, Paused, PausedState
 from ._errors import RunState, attach_state
-from ._output import OutputPlan
+from ._output_plan import OutputPlan
 from ._queue import PendingMessageQueue
 from ._receipts import run_actions
 from ._step_tools import StepTools
