@@ -20,12 +20,6 @@ from ferrule.core.messages import (
 
 MULTIMODAL = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile)
 
-UNTRANSCRIBED_SPEECH = (
-    "the model's spoken answer has no transcript, and earlier model turns are sent as text; "
-    "transcribe the audio into SpeechPart.transcript or drop the part"
-)
-"""Why a model's speech without a transcript cannot be replayed."""
-
 
 def is_text_like(media_type: str) -> bool:
     """Whether a media type is text that is better inlined than sent as a file."""

@@ -30,23 +30,20 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import ProviderError, ResponseDecodeError, UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     Message,
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -56,7 +53,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -94,7 +90,6 @@ from ._common import (
     timestamp,
 )
 from ._content import (
-    UNTRANSCRIBED_SPEECH,
     audio_format,
     check_uploaded_here,
     extension,
@@ -456,16 +451,9 @@ def _request_part(
             return None
         case CompactionPart():
             return {"role": "user", "content": part.content} if part.content else None
-        case (
-            ToolAvailabilityDeltaPart()
-            | CapabilityLoadDeltaPart()
-            | ModelSettingsDeltaPart()
-            | InstructionDeltaPart()
-            | InstructionBaselinePart()
-        ):
-            return None  # records of how the call's configuration changed; the call carries it (never sent)
         case _:
-            assert_never(part)
+            never_sent(part)  # records of how the call's configuration changed; the call carries it
+            return None
 
 
 def _tool_message(part: ToolReturnPart, pending_files: list[Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import (
     ErrorCategory,
     ProviderError,
@@ -39,17 +40,13 @@ from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     Message,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -59,7 +56,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -99,7 +95,6 @@ from ._common import (
     timestamp,
 )
 from ._content import (
-    UNTRANSCRIBED_SPEECH,
     check_uploaded_here,
     extension,
     identifier,
@@ -410,16 +405,8 @@ def _message_items(
             case CompactionPart():
                 if part.content:
                     items.append({"role": "user", "content": part.content})
-            case (
-                ToolAvailabilityDeltaPart()
-                | CapabilityLoadDeltaPart()
-                | ModelSettingsDeltaPart()
-                | InstructionDeltaPart()
-                | InstructionBaselinePart()
-            ):
-                pass  # records of how the call's configuration changed; the call carries it (never sent)
             case _:
-                assert_never(part)
+                never_sent(part)  # records of how the call's configuration changed; the call carries it
     if files:
         file_content: list[dict[str, Any]] = []
         for media in files:
