@@ -15,7 +15,7 @@ match part:
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from typing import Final, Never, TypeAlias, assert_never, cast
 
 from .messages import (
     CapabilityLoadDeltaPart,
@@ -61,7 +61,7 @@ def never_sent(part: ConfigRecordPart) -> None:
 
     The type checker accepts the call only where every other part kind has been matched, as it
     would `assert_never`; at run time anything else (an object that is no part) raises
-    `AssertionError` as `assert_never` does.
+    `assert_never`'s `AssertionError`.
     """
     if type(part) not in _CONFIG_RECORD_TYPES:
-        raise AssertionError(f"Expected code to be unreachable, but got: {part!r}")
+        assert_never(cast("Never", part))  # an ill-typed caller: fail exactly as the codec's match did
