@@ -9,7 +9,7 @@ other exception, no hang, no empty success.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +19,7 @@ from ferrule.core.conformance import check_stream, feed_sse
 from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
 from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
 from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
+from tests.support.fuzz import JSON_VALUES, byte_damage, json_paths, parent_of
 
 MAX_SEED_BYTES = 48 * 1024
 FUZZ = settings(
@@ -81,39 +82,6 @@ def _check(decode: Any, data: bytes) -> None:
         assert outcome.raw_finish_reason is not None
 
 
-@st.composite
-def byte_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
-    data = bytearray(draw(st.sampled_from(seeds)))
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "duplicate"]))
-        if not data:
-            break
-        at = draw(st.integers(0, len(data) - 1))
-        if op == "truncate":
-            del data[at:]
-        elif op == "flip":
-            data[at] = draw(st.integers(0, 255))
-        elif op == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
-        elif op == "delete":
-            del data[at : at + draw(st.integers(1, 16))]
-        else:
-            end = min(len(data), at + draw(st.integers(1, 64)))
-            data[at:at] = data[at:end]
-    return bytes(data)
-
-
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
-    ),
-    max_leaves=12,
-)
 WIRE_KEYS = st.sampled_from(
     [
         "candidates",
@@ -145,30 +113,17 @@ WIRE_KEYS = st.sampled_from(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, item in cast("dict[str, Any]", value).items():
-            out += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(cast("list[Any]", value)):
-            out += _paths(item, (*prefix, index))
-    return out
-
-
 @st.composite
 def json_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
     document = json.loads(draw(st.sampled_from(seeds)))
     for _ in range(draw(st.integers(1, 3))):
-        paths = _paths(document)
+        paths = json_paths(document)
         path = draw(st.sampled_from(paths[:500]))
         replacement = draw(JSON_VALUES)
         if not path:
             document = replacement
             continue
-        parent: Any = document
-        for step in path[:-1]:
-            parent = parent[step]
+        parent = parent_of(document, path)
         if isinstance(parent, dict) and draw(st.booleans()):
             parent[draw(WIRE_KEYS)] = replacement
         else:
@@ -177,7 +132,7 @@ def json_mutations(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
 
 
 @FUZZ
-@given(byte_mutations(BUFFERED))
+@given(byte_damage(BUFFERED))
 def test_buffered_bytes(data: bytes) -> None:
     _check(decode_response, data)
 
@@ -189,7 +144,7 @@ def test_buffered_structure(data: bytes) -> None:
 
 
 @FUZZ
-@given(byte_mutations(STREAMED))
+@given(byte_damage(STREAMED))
 def test_streamed_bytes(data: bytes) -> None:
     _check(decode_stream, data)
 

@@ -102,25 +102,20 @@ def test_catalog_entries_are_consistent() -> None:
     assert DEFAULT_MODEL in CATALOG
 
 
-def test_catalog_rejects_parts_that_do_not_add_up() -> None:
+@pytest.mark.parametrize(
+    ("size", "sha256", "message"),
+    [(11, "0" * 64, "do not add up"), (10, "0" * 63, "64 lower-case hex")],
+    ids=["parts-do-not-add-up", "short-digest"],
+)
+def test_catalog_rejects_parts_that_do_not_add_up(size: int, sha256: str, message: str) -> None:
     part = ModelPart(distribution="x", version="1", member="x/data/part01.bin", size=10)
-    with pytest.raises(ValueError, match="do not add up"):
+    with pytest.raises(ValueError, match=message):
         LocalModel(
             name="x",
             description="",
             file_name="x.gguf",
-            sha256="0" * 64,
-            size=11,
-            parts=(part,),
-            context_window=1,
-        )
-    with pytest.raises(ValueError, match="64 lower-case hex"):
-        LocalModel(
-            name="x",
-            description="",
-            file_name="x.gguf",
-            sha256="0" * 63,
-            size=10,
+            sha256=sha256,
+            size=size,
             parts=(part,),
             context_window=1,
         )

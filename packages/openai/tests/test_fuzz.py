@@ -11,7 +11,7 @@ Example counts are bounded and the runs are derandomized, so the suite stays fas
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -22,6 +22,7 @@ from ferrule.core.errors import ProviderError, ResponseDecodeError
 from ferrule.core.messages import ModelResponse
 from ferrule.providers.openai import chat_codec, responses_codec
 from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
+from tests.support.fuzz import JSON_VALUES, byte_damage, json_paths, replace_at
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -69,17 +70,6 @@ CHAT_STREAM = _seeds("chat", True)
 RESPONSES_BUFFERED = _seeds("responses", False)
 RESPONSES_STREAM = _seeds("responses", True)
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
-    ),
-    max_leaves=12,
-)
 FUZZ = settings(
     max_examples=150,
     deadline=None,
@@ -90,51 +80,11 @@ FUZZ = settings(
 
 
 @st.composite
-def byte_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
-    data = bytearray(draw(st.sampled_from(seeds)))
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "duplicate"]))
-        position = draw(st.integers(0, max(len(data) - 1, 0)))
-        if op == "truncate":
-            del data[position:]
-        elif op == "flip" and data:
-            data[position] = draw(st.integers(0, 255))
-        elif op == "insert":
-            data[position:position] = draw(st.binary(min_size=1, max_size=8))
-        elif op == "delete":
-            del data[position : position + draw(st.integers(1, 16))]
-        elif op == "duplicate":
-            data[position:position] = data[position : position + draw(st.integers(1, 64))]
-    return bytes(data)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, sub in cast("dict[str, Any]", value).items():
-            found.extend(_paths(sub, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, sub in enumerate(cast("list[Any]", value)):
-            found.extend(_paths(sub, (*prefix, index)))
-    return found
-
-
-def _replace(document: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    target = document
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return document
-
-
-@st.composite
 def json_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
     document = json.loads(draw(st.sampled_from(seeds)))
     for _ in range(draw(st.integers(1, 3))):
-        paths = _paths(document)
-        document = _replace(document, draw(st.sampled_from(paths)), draw(JSON))
+        paths = json_paths(document)
+        document = replace_at(document, draw(st.sampled_from(paths)), draw(JSON_VALUES))
     return json.dumps(document).encode()
 
 
@@ -155,8 +105,8 @@ def stream_damage(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
         for position, line in enumerate(lines):
             if line.startswith("data:") and "[DONE]" not in line:
                 document = json.loads(line[5:])
-                paths = _paths(document)
-                document = _replace(document, draw(st.sampled_from(paths)), draw(JSON))
+                paths = json_paths(document)
+                document = replace_at(document, draw(st.sampled_from(paths)), draw(JSON_VALUES))
                 lines[position] = "data: " + json.dumps(document)
         blocks[index] = "\n".join(lines)
     return ("\n\n".join(blocks) + "\n\n").encode()

@@ -16,22 +16,19 @@ from typing import Any, Final, assert_never, cast
 import msgspec
 
 from ferrule.core.codec import WireRequest
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -41,7 +38,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -522,16 +518,8 @@ class _Encoder:
                     # An application-written summary of earlier history: user text.
                     if part.content:
                         blocks.append({"type": "text", "text": part.content})
-                case (
-                    ToolAvailabilityDeltaPart()
-                    | CapabilityLoadDeltaPart()
-                    | ModelSettingsDeltaPart()
-                    | InstructionDeltaPart()
-                    | InstructionBaselinePart()
-                ):
-                    pass  # records of how the call's configuration changed; the call carries it (never sent)
                 case _:
-                    assert_never(part)
+                    never_sent(part)  # records of how the call's configuration changed; the call carries it
         self._append("user", blocks)
 
     def _user_item(self, item: UserContent) -> dict[str, Any] | None:
@@ -705,8 +693,7 @@ class _Encoder:
                 if part.audio is not None:
                     raise self._refuse(
                         "speech",
-                        "the model's spoken answer has no transcript, and earlier model turns are sent "
-                        "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                        UNTRANSCRIBED_SPEECH,
                     )
                 return None
             case FilePart():

@@ -15,22 +15,19 @@ from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import UnsupportedContentError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -40,7 +37,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -246,16 +242,8 @@ class _Encoder:
                         parts.append({"text": part.transcript})
                     elif part.audio is not None:
                         parts.append(self._binary(part.audio))
-                case (
-                    ToolAvailabilityDeltaPart()
-                    | CapabilityLoadDeltaPart()
-                    | ModelSettingsDeltaPart()
-                    | InstructionDeltaPart()
-                    | InstructionBaselinePart()
-                ):
-                    pass  # records of how the call's configuration changed; the call carries it (never sent)
                 case _:
-                    assert_never(part)
+                    never_sent(part)  # records of how the call's configuration changed; the call carries it
         self._append("user", parts)
 
     def _user_item(self, item: UserContent) -> dict[str, Any] | None:
@@ -437,8 +425,7 @@ class _Encoder:
                 if part.audio is not None:
                     raise self._refuse(
                         "speech",
-                        "the model's spoken answer has no transcript, and earlier model turns are sent "
-                        "as text; transcribe the audio into SpeechPart.transcript or drop the part",
+                        UNTRANSCRIBED_SPEECH,
                     )
                 return None
             case CompactionPart():

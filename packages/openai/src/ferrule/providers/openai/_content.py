@@ -6,7 +6,9 @@ import hashlib
 import mimetypes
 from typing import Any, cast
 
-from ferrule.core.errors import UserError
+import msgspec
+
+from ferrule.core.errors import UnsupportedContentError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
@@ -18,13 +20,14 @@ from ferrule.core.messages import (
     VideoUrl,
 )
 
+_ENCODE = msgspec.json.encode
+
 MULTIMODAL = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl, BinaryContent, UploadedFile)
 
-UNTRANSCRIBED_SPEECH = (
-    "the model's spoken answer has no transcript, and earlier model turns are sent as text; "
-    "transcribe the audio into SpeechPart.transcript or drop the part"
-)
-"""Why a model's speech without a transcript cannot be replayed."""
+
+def refuse(kind: str, provider_name: str, model_name: str, reason: str) -> UnsupportedContentError:
+    """The refusal of a part or content item (`kind`, its JSON tag) the API cannot take."""
+    return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
 
 
 def is_text_like(media_type: str) -> bool:
@@ -98,12 +101,17 @@ def audio_format(media_type: str) -> str | None:
     return fmt if fmt in ("wav", "mp3") else None
 
 
-def split_tool_content(content: object) -> tuple[Any, list[Any]]:
-    """A tool result's JSON-able content, and the media items in it that must travel separately."""
+def tool_result_text(content: object) -> tuple[str, list[Any]]:
+    """A tool result as the text both APIs take, and the media items in it, which travel after the
+    tool results as a user message (the text names them: `See file <identifier>`)."""
+    if isinstance(content, str):
+        return content, []
+    plain: Any = content
+    files: list[Any] = []
     if isinstance(content, MULTIMODAL):
-        return None, [content]
-    items = cast("list[Any]", content) if isinstance(content, list) else None
-    if items is not None:
+        plain, files = None, [content]
+    elif isinstance(content, list):
+        items = cast("list[Any]", content)
         files = [c for c in items if isinstance(c, MULTIMODAL)]
         if files:
             rest: list[Any] = [
@@ -111,6 +119,10 @@ def split_tool_content(content: object) -> tuple[Any, list[Any]]:
                 for c in items
                 if not isinstance(c, (*MULTIMODAL, CachePoint))
             ]
-            return (rest if rest else None), files
-    plain = cast("Any", content)
-    return plain, []
+            plain = rest if rest else None
+    if not files:
+        return _ENCODE(plain).decode(), files
+    names = ", ".join(identifier(f) for f in files)
+    if plain is None:
+        return f"See file {names}", files
+    return f"{_ENCODE(plain).decode()}\n\nSee file {names}", files

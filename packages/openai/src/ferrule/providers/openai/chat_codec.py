@@ -30,23 +30,20 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
-from ferrule.core.errors import ProviderError, ResponseDecodeError, UnsupportedContentError, UserError
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
+from ferrule.core.errors import ProviderError, ResponseDecodeError, UserError
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     Message,
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -56,7 +53,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -94,14 +90,14 @@ from ._common import (
     timestamp,
 )
 from ._content import (
-    UNTRANSCRIBED_SPEECH,
     audio_format,
     check_uploaded_here,
     extension,
     identifier,
     inline_text_file,
     is_text_like,
-    split_tool_content,
+    refuse,
+    tool_result_text,
 )
 from .profiles import ChatDialect
 
@@ -165,10 +161,6 @@ def _image_url(url: str, vendor_metadata: dict[str, Any] | None) -> dict[str, An
     return {"type": "image_url", "image_url": image}
 
 
-def _refuse(kind: str, provider_name: str, model_name: str, reason: str) -> UnsupportedContentError:
-    return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
-
-
 def _content_item(
     item: UserContent, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> dict[str, Any] | None:
@@ -181,7 +173,7 @@ def _content_item(
             return None  # OpenAI-style servers cache prompt prefixes themselves (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise _refuse(
+                raise refuse(
                     "image-url",
                     provider_name,
                     model_name,
@@ -196,7 +188,7 @@ def _content_item(
             if item.is_audio:
                 fmt = audio_format(item.media_type)
                 if fmt is None:
-                    raise _refuse(
+                    raise refuse(
                         "binary",
                         provider_name,
                         model_name,
@@ -206,7 +198,7 @@ def _content_item(
                 data = item.data_uri if dialect.audio_data_uri else item.base64
                 return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
             if item.is_video:
-                raise _refuse(
+                raise refuse(
                     "binary",
                     provider_name,
                     model_name,
@@ -225,7 +217,7 @@ def _content_item(
                         "filename": f"filename.{extension(item.resolved_media_type)}",
                     },
                 }
-            raise _refuse(
+            raise refuse(
                 "document-url",
                 provider_name,
                 model_name,
@@ -233,7 +225,7 @@ def _content_item(
                 "OpenAI's Chat API takes documents only as bytes (the model clients download it for you)",
             )
         case AudioUrl():
-            raise _refuse(
+            raise refuse(
                 "audio-url",
                 provider_name,
                 model_name,
@@ -243,7 +235,7 @@ def _content_item(
         case VideoUrl():
             if dialect.file_urls:
                 return {"type": "video_url", "video_url": {"url": item.url}}
-            raise _refuse(
+            raise refuse(
                 "video-url",
                 provider_name,
                 model_name,
@@ -252,7 +244,7 @@ def _content_item(
         case UploadedFile():
             check_uploaded_here(item, provider_name)
             if item.media_type and item.media_type.startswith("image/"):
-                raise _refuse(
+                raise refuse(
                     "uploaded-file",
                     provider_name,
                     model_name,
@@ -281,12 +273,6 @@ def _files_message(
         if mapped is not None:
             content.append(mapped)
     return {"role": "user", "content": content}
-
-
-def _tool_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return msgspec.json.encode(content).decode()
 
 
 def _assistant_message(
@@ -322,7 +308,7 @@ def _assistant_message(
                 if part.transcript:
                     texts.append(part.transcript)
                 elif part.audio is not None:
-                    raise _refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
+                    raise refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
             case CompactionPart():
                 # A readable summary is portable; an encrypted one is only for the API that made it.
                 if part.content:
@@ -438,7 +424,9 @@ def _request_part(
             )
             return {"role": "user", "content": content}
         case ToolReturnPart():
-            return _tool_message(part, pending_files)
+            text, files = tool_result_text(part.content)
+            pending_files.extend(files)
+            return {"role": "tool", "tool_call_id": part.tool_call_id, "content": text}
         case RetryPromptPart():
             if part.tool_name is None:
                 return {"role": "user", "content": part.model_response()}
@@ -456,29 +444,9 @@ def _request_part(
             return None
         case CompactionPart():
             return {"role": "user", "content": part.content} if part.content else None
-        case (
-            ToolAvailabilityDeltaPart()
-            | CapabilityLoadDeltaPart()
-            | ModelSettingsDeltaPart()
-            | InstructionDeltaPart()
-            | InstructionBaselinePart()
-        ):
-            return None  # records of how the call's configuration changed; the call carries it (never sent)
         case _:
-            assert_never(part)
-
-
-def _tool_message(part: ToolReturnPart, pending_files: list[Any]) -> dict[str, Any]:
-    tool_content, files = split_tool_content(part.content)
-    if files:
-        names = ", ".join(identifier(f) for f in files)
-        text = (
-            f"See file {names}" if tool_content is None else f"{_tool_text(tool_content)}\n\nSee file {names}"
-        )
-        pending_files.extend(files)
-    else:
-        text = _tool_text(tool_content)
-    return {"role": "tool", "tool_call_id": part.tool_call_id, "content": text}
+            never_sent(part)  # records of how the call's configuration changed; the call carries it
+            return None
 
 
 def _merge_leading_system(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:

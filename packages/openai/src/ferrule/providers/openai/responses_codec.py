@@ -28,28 +28,24 @@ import msgspec
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import (
     ErrorCategory,
     ProviderError,
     ResponseDecodeError,
-    UnsupportedContentError,
     UserError,
 )
 from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     Message,
     ModelResponse,
     ModelResponsePart,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -59,7 +55,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -99,13 +94,13 @@ from ._common import (
     timestamp,
 )
 from ._content import (
-    UNTRANSCRIBED_SPEECH,
     check_uploaded_here,
     extension,
     identifier,
     inline_text_file,
     is_text_like,
-    split_tool_content,
+    refuse,
+    tool_result_text,
 )
 from .profiles import ResponsesDialect
 
@@ -160,10 +155,6 @@ NATIVE_TOOL_NAMES = {
 # --- encoding ------------------------------------------------------------------------------------
 
 
-def _refuse(kind: str, provider_name: str, model_name: str, reason: str) -> UnsupportedContentError:
-    return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
-
-
 _NO_AUDIO_VIDEO = "the Responses API does not take audio or video input; use OpenAIChatModel for audio"
 
 
@@ -184,7 +175,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             return None  # OpenAI caches prompt prefixes itself (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise _refuse(
+                raise refuse(
                     "image-url",
                     provider_name,
                     model_name,
@@ -197,7 +188,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             if item.is_image:
                 return _image({"image_url": item.data_uri}, item.vendor_metadata)
             if item.is_audio or item.is_video:
-                raise _refuse("binary", provider_name, model_name, _NO_AUDIO_VIDEO)
+                raise refuse("binary", provider_name, model_name, _NO_AUDIO_VIDEO)
             return {
                 "type": "input_file",
                 "file_data": item.data_uri,
@@ -205,7 +196,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             }
         case DocumentUrl():
             if item.force_download:
-                raise _refuse(
+                raise refuse(
                     "document-url",
                     provider_name,
                     model_name,
@@ -213,9 +204,9 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
                 )
             return {"type": "input_file", "file_url": item.url}
         case AudioUrl():
-            raise _refuse("audio-url", provider_name, model_name, _NO_AUDIO_VIDEO)
+            raise refuse("audio-url", provider_name, model_name, _NO_AUDIO_VIDEO)
         case VideoUrl():
-            raise _refuse("video-url", provider_name, model_name, _NO_AUDIO_VIDEO)
+            raise refuse("video-url", provider_name, model_name, _NO_AUDIO_VIDEO)
         case UploadedFile():
             check_uploaded_here(item, provider_name)
             if item.media_type and item.media_type.startswith("image/"):
@@ -228,12 +219,6 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
 def _user_content(items: Iterable[UserContent], provider_name: str, model_name: str) -> list[dict[str, Any]]:
     mapped = (_input_item(item, provider_name, model_name) for item in items)
     return [c for c in mapped if c is not None]
-
-
-def _tool_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return msgspec.json.encode(content).decode()
 
 
 def _reasoning_item(part: ThinkingPart, dialect: ResponsesDialect) -> dict[str, Any] | None:
@@ -318,7 +303,7 @@ def _assistant_items(
                 if part.transcript:
                     items.append({"role": "assistant", "content": part.transcript})
                 elif part.audio is not None:
-                    raise _refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
+                    raise refuse("speech", provider_name, model_name, UNTRANSCRIBED_SPEECH)
             case NativeToolReturnPart() | FilePart():
                 pass  # results travel inside their call's item; generated files are not replayed
             case _:
@@ -372,17 +357,8 @@ def _message_items(
                 )
                 items.append({"role": "user", "content": content})
             case ToolReturnPart():
-                tool_content, media = split_tool_content(part.content)
-                if media:
-                    names = ", ".join(identifier(m) for m in media)
-                    text = (
-                        f"See file {names}"
-                        if tool_content is None
-                        else f"{_tool_text(tool_content)}\n\nSee file {names}"
-                    )
-                    files.extend(media)
-                else:
-                    text = _tool_text(tool_content)
+                text, media = tool_result_text(part.content)
+                files.extend(media)
                 items.append({"type": "function_call_output", "call_id": part.tool_call_id, "output": text})
             case RetryPromptPart():
                 if part.tool_name is None:
@@ -401,7 +377,7 @@ def _message_items(
                 if part.transcript:
                     items.append({"role": "user", "content": part.transcript})
                 elif part.audio is not None:
-                    raise _refuse(
+                    raise refuse(
                         "speech",
                         provider_name,
                         model_name,
@@ -410,16 +386,8 @@ def _message_items(
             case CompactionPart():
                 if part.content:
                     items.append({"role": "user", "content": part.content})
-            case (
-                ToolAvailabilityDeltaPart()
-                | CapabilityLoadDeltaPart()
-                | ModelSettingsDeltaPart()
-                | InstructionDeltaPart()
-                | InstructionBaselinePart()
-            ):
-                pass  # records of how the call's configuration changed; the call carries it (never sent)
             case _:
-                assert_never(part)
+                never_sent(part)  # records of how the call's configuration changed; the call carries it
     if files:
         file_content: list[dict[str, Any]] = []
         for media in files:
