@@ -21,6 +21,7 @@ import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireRequest
+from ferrule.core.codec_parts import never_sent
 from ferrule.core.errors import (
     ERROR_CLASSES,
     ErrorCategory,
@@ -32,17 +33,13 @@ from ferrule.core.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
-    CapabilityLoadDeltaPart,
     CompactionPart,
     DocumentUrl,
     FilePart,
     FinishReason,
     ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
     ModelRequest,
     ModelResponse,
-    ModelSettingsDeltaPart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
@@ -52,7 +49,6 @@ from ferrule.core.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
-    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UploadedFile,
@@ -113,19 +109,11 @@ class _Encoder:
                     if part.transcript is None:
                         raise self.refuse("speech", "Foo takes text only; transcribe the audio first")
                     self.add("user", part.transcript)
-                case (
-                    ToolAvailabilityDeltaPart()
-                    | CapabilityLoadDeltaPart()
-                    | ModelSettingsDeltaPart()
-                    | InstructionDeltaPart()
-                    | InstructionBaselinePart()
-                ):
-                    pass  # records of how the call's configuration changed; the call carries it
                 case ToolReturnPart():
                     # A result of another model's tool call: Foo has no tools (its profile says so).
                     raise self.refuse(part.part_kind, "Foo has no tools; start a new history for it")
                 case _:
-                    assert_never(part)
+                    never_sent(part)  # records of how the call's configuration changed; the call carries it
 
     def user_text(self, item: UserContent) -> str:
         match item:
