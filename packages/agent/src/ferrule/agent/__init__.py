@@ -86,10 +86,10 @@ from .exceptions import (
 )
 from .hooks import HookEvent
 from .policies import ToolPolicy
-from .pricing import Pricing
 from .toolsets import AbstractToolset, FunctionToolset
 
 if TYPE_CHECKING:
+    from .pricing import Pricing
     from .spec import AgentSpec
 
 __version__ = "0.1.0"
@@ -180,9 +180,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `AgentSpec` is imported on first use, so `import ferrule.agent` does not pay for it.
+    # `AgentSpec` and `Pricing` are imported on first use, so `import ferrule.agent` does not pay
+    # for them (tests/test_import_cost.py keeps it so).
     if name == "AgentSpec":
         from .spec import AgentSpec
 
         return AgentSpec
+    if name == "Pricing":
+        from .pricing import Pricing
+
+        globals()["Pricing"] = Pricing
+        return Pricing
     raise AttributeError(f"module 'ferrule.agent' has no attribute {name!r}")

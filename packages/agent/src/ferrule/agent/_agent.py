@@ -55,11 +55,12 @@ from .capabilities import Capability, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
-from .pricing import Pricing
 from .toolsets import AbstractToolset
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
+
+    from .pricing import Pricing
 
 __all__ = ["Agent", "EndStrategy"]
 
@@ -238,9 +239,13 @@ class Agent(Generic[DepsT, OutputT]):
         if hooks:
             core.hooks = check_hooks(hooks)
         core.context_budget = context_budget
-        core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
-        if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:
-            core.pricing = Pricing()  # a cost limit is only enforceable with prices
+        cost_limit = usage_limits is not None and usage_limits.cost_limit_nano_usd is not None
+        if pricing is not False or cost_limit:
+            from .pricing import Pricing  # loaded only by an agent that prices its requests
+
+            core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
+            if core.pricing is None and cost_limit:
+                core.pricing = Pricing()  # a cost limit is only enforceable with prices
         if (
             guard is not None
             or confirm is not None

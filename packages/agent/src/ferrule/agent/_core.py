@@ -20,11 +20,12 @@ from .capabilities import Capability
 from .context_budget import ContextBudget
 from .hooks import Hook
 from .policies import ToolPolicy
-from .pricing import Pricing
 from .toolsets import AbstractToolset
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
+
+    from .pricing import Pricing
 
 __all__ = ["AgentCore", "EndStrategy"]
 
