@@ -25,12 +25,12 @@ from ferrule.core.retry import request_with_retry, stream_with_retry
 
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
-from ._ext import RunExt
 from ._partial_output import PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
 
 if TYPE_CHECKING:
+    from ._ext import RunExt
     from .durable import DurableRun
 
 __all__ = ["request"]

@@ -25,9 +25,9 @@ from ferrule.core.usage import RunUsage, UsageLimits
 from ._core import AgentCore
 from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
 from ._errors import PausedStateError, RunTimeoutError
-from ._ext import NO_OPTIONS, RunOptions
 from ._pause import resume_at
 from ._run import Run, new_run_id
+from ._run_options import NO_OPTIONS, RunOptions
 from ._state import copy_usage
 from ._url_check import check_content, check_message
 from ._util import instruction_texts, merged_settings
