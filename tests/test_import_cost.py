@@ -28,3 +28,83 @@ def test_a_provider_loads_the_http_client_when_it_parses_its_url() -> None:
         "OpenAIProvider(base_url='https://api.openai.com/v1', api_key='sk-test')"
     )
     assert loaded_by(statement, _HTTP[:1]) == ["httpx2"]
+
+
+# Loaded on first use, not with `Agent` and the OpenAI model: asyncio (a running asyncio loop has
+# imported it; a trio program never does), paused-state history documents, SQLite checkpoint
+# stores, durable engines, pricing, the JSON Schema validator (pydantic types, tool schemas), the
+# extension machinery (toolsets, capabilities, tool search) and OpenTelemetry settings.
+_LAZY = (
+    "asyncio",
+    "sqlite3",
+    "ferrule.core.history",
+    "ferrule.core.json_schema",
+    "ferrule.agent.durable",
+    "ferrule.agent.pricing",
+    "ferrule.agent.spec",
+    "ferrule.agent._ext",
+    "ferrule.agent._tool_search",
+    "ferrule.agent.capabilities",
+    "ferrule.agent.toolsets",
+    "ferrule.agent._instrument",
+)
+
+
+def test_agent_and_openai_model_do_not_import_what_a_run_may_never_need() -> None:
+    statement = (
+        "from ferrule.agent import Agent\n"
+        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+        "Agent, OpenAIChatModel, OpenAIProvider"
+    )
+    assert loaded_by(statement, _LAZY) == []
+
+
+def test_the_lazy_public_names_still_resolve() -> None:
+    # The check that each lazy name is real: reaching it loads its module.
+    statement = "import ferrule.agent\nferrule.agent.Pricing, ferrule.agent.AgentSpec"
+    assert loaded_by(statement, _LAZY[5:7]) == ["ferrule.agent.pricing", "ferrule.agent.spec"]
+    names = "AbstractToolset, Capability, CapabilityLayer, CapabilitySnapshot, FunctionToolset"
+    statement = f"from ferrule.agent import {names}, InstrumentationSettings"
+    assert loaded_by(statement, _LAZY[-2:]) == ["ferrule.agent.toolsets", "ferrule.agent._instrument"]
+    assert loaded_by("import ferrule.agent\nferrule.agent.Capability", _LAZY[-3:-1]) == [
+        "ferrule.agent.capabilities",
+        "ferrule.agent.toolsets",
+    ]
+
+
+def test_an_agent_with_toolsets_or_telemetry_loads_them_and_a_plain_run_does_not() -> None:
+    plain = (
+        "from ferrule.agent import Agent\n"
+        "from ferrule.agent.testing import TestModel\n"
+        "assert Agent(TestModel()).run_sync('hi').output\n"
+    )
+    assert loaded_by(plain, _LAZY[7:]) == []
+    extended = plain + (
+        "from ferrule.agent import FunctionToolset\n"
+        "Agent(TestModel(), toolsets=[FunctionToolset()], instrument=True).run_sync('hi')"
+    )
+    assert loaded_by(
+        extended, ("ferrule.agent._ext", "ferrule.agent.toolsets", "ferrule.agent._instrument")
+    ) == [
+        "ferrule.agent._ext",
+        "ferrule.agent.toolsets",
+        "ferrule.agent._instrument",
+    ]
+
+
+def test_a_priced_agent_loads_pricing_and_a_plain_one_does_not() -> None:
+    plain = "from ferrule.agent import Agent\nfrom ferrule.agent.testing import TestModel\nAgent(TestModel())"
+    assert loaded_by(plain, ("ferrule.agent.pricing",)) == []
+    priced = plain.replace("Agent(TestModel())", "Agent(TestModel(), pricing=True)")
+    assert loaded_by(priced, ("ferrule.agent.pricing",)) == ["ferrule.agent.pricing"]
+
+
+def test_a_run_on_asyncio_works_without_asyncio_imported_up_front() -> None:
+    # The transport's loop token reads asyncio from sys.modules: inside a running asyncio loop it is there.
+    statement = (
+        "from ferrule.agent import Agent\n"
+        "from ferrule.agent.testing import TestModel\n"
+        "assert 'asyncio' not in sys.modules\n"
+        "print(Agent(TestModel()).run_sync('hi').output, file=sys.stderr)"
+    )
+    assert loaded_by(statement, ("asyncio",)) == ["asyncio"]

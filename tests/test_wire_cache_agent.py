@@ -134,3 +134,28 @@ async def test_history_processors_that_replace_and_edit_messages(chat_server: St
     ]
     assert returns == [3, 7]
     assert not any(isinstance(m, ModelResponse) and not m.parts for m in result.all_messages())
+
+
+async def test_a_history_message_edited_in_place_between_runs_is_checked_again(
+    chat_server: StartChatServer,
+) -> None:
+    # The cache still holds the history from the first run; an edit in place that the model's
+    # profile refuses (video input) must be refused before anything is sent, and undoing it must
+    # send the body the uncached codec encodes.
+    from ferrule.core.errors import UnsupportedFeatureError
+    from ferrule.core.messages import VideoUrl
+
+    # The server answers by the number of assistant messages: one in both runs.
+    checked = model(chat_server([Turn(text="unused"), Turn(text="answer")]))
+    agent = Agent(checked)
+    prompt = UserPromptPart(content="look at this")
+    history: list[Message] = [ModelRequest(parts=[prompt]), ModelResponse(parts=[TextPart("seen")])]
+    assert (await agent.run("again", message_history=history)).output == "answer"
+    prompt.content = ["look at this", VideoUrl(url="https://example.com/clip.mp4")]
+    with pytest.raises(UnsupportedFeatureError, match="video input"):
+        await agent.run("again", message_history=history)
+    assert len(checked.sent) == 1
+    prompt.content = "look at this"
+    assert (await agent.run("again", message_history=history)).output == "answer"
+    assert len(checked.sent) == 2
+    assert checked.sent[0] == checked.sent[1]

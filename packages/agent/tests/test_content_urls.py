@@ -118,6 +118,31 @@ async def test_history_urls_are_refused_in_user_content_and_tool_results() -> No
     assert model.requests == []
 
 
+async def test_a_history_message_changed_in_place_after_a_run_is_checked_again() -> None:
+    # The same history objects, passed to a later run after one of them was edited in place
+    # (user content and a tool result): nothing about the first run's verdict carries over.
+    model = Recorder()
+    agent = Agent(model.model)
+    prompt = UserPromptPart(content="look")
+    returned = ToolReturnPart(tool_name="f", content="text", tool_call_id="1")
+    history: list[Message] = [
+        ModelRequest(parts=[prompt]),
+        ModelResponse(parts=[ToolCallPart(tool_name="f", args={}, tool_call_id="1")]),
+        ModelRequest(parts=[returned]),
+        ModelResponse(parts=[TextPart("ok")]),
+    ]
+    assert (await agent.run("again", message_history=history)).output == "done"
+    prompt.content = ["look", ImageUrl(url="https://localhost/x.png")]
+    with pytest.raises(UrlPolicyError, match="localhost"):
+        await agent.run("again", message_history=history)
+    prompt.content = "look"
+    assert (await agent.run("again", message_history=history)).output == "done"
+    returned.content = [DocumentUrl(url=METADATA)]
+    with pytest.raises(UrlPolicyError, match=re.escape("169.254.169.254")):
+        await agent.run("again", message_history=history)
+    assert len(model.requests) == 2
+
+
 async def test_public_https_passes_and_a_local_origin_can_be_allowed() -> None:
     local = "http://127.0.0.1:8000/cat.png"
     model = Recorder()

@@ -22,6 +22,7 @@ as data (`AgentSpec`: parse, validate, resolve); it is imported only when used.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ferrule.core.retry import RetryPolicy
@@ -60,7 +61,6 @@ from ._events import (
     RunStep,
     ToolResultsStep,
 )
-from ._instrument import InstrumentationSettings
 from ._observe import JsonlObserver
 from ._options import ResumeOptions, RunOptions
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
@@ -71,7 +71,6 @@ from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
 from ._util import refuse_in_event_loop
-from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
 from .context_budget import ContextBudget
 from .correlation import RunCorrelation
 from .exceptions import (
@@ -86,11 +85,13 @@ from .exceptions import (
 )
 from .hooks import HookEvent
 from .policies import ToolPolicy
-from .pricing import Pricing
-from .toolsets import AbstractToolset, FunctionToolset
 
 if TYPE_CHECKING:
+    from ._instrument import InstrumentationSettings
+    from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
+    from .pricing import Pricing
     from .spec import AgentSpec
+    from .toolsets import AbstractToolset, FunctionToolset
 
 __version__ = "0.1.0"
 
@@ -179,10 +180,27 @@ __all__ = [
 ]
 
 
+# Public names whose modules load on first use, so that `import ferrule.agent` does not pay for
+# them (tests/test_import_cost.py keeps it so): name -> module.
+_LAZY: dict[str, str] = {
+    "AbstractToolset": "toolsets",
+    "Capability": "capabilities",
+    "CapabilityLayer": "capabilities",
+    "CapabilitySnapshot": "capabilities",
+    "FunctionToolset": "toolsets",
+    "InstrumentationSettings": "_instrument",
+    "Pricing": "pricing",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # `AgentSpec` is imported on first use, so `import ferrule.agent` does not pay for it.
     if name == "AgentSpec":
         from .spec import AgentSpec
 
         return AgentSpec
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'ferrule.agent' has no attribute {name!r}")

@@ -33,27 +33,28 @@ from ._deferred import (
     PauseRequiredError,
 )
 from ._errors import attach_state
-from ._ext import EXTENSION_KEYS, NO_OPTIONS, run_options
-from ._instrument import InstrumentationSettings, Tracer
 from ._options import RESUME_KEYS, RUN_KEYS, ResumeOptions, RunOptions, SharedOptions, check_keys
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._output_build import normalize_spec
 from ._result import AgentRun, AgentRunResult, StreamedRunResult, streaming
 from ._run import Run
+from ._run_options import EXTENSION_KEYS, NO_OPTIONS, run_options
 from ._start import RunSettings, resume_run, start_run
 from ._tools import Tool, ToolLimits, as_tool
 from ._util import is_async as _is_async
 from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
-from .capabilities import Capability, CapabilityRegistry, UnknownCapabilityError
 from .context_budget import ContextBudget
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
-from .pricing import Pricing
-from .toolsets import AbstractToolset
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
+
+    from ._instrument import InstrumentationSettings, Tracer
+    from .capabilities import Capability
+    from .pricing import Pricing
+    from .toolsets import AbstractToolset
 
 __all__ = ["Agent", "EndStrategy"]
 
@@ -182,6 +183,9 @@ class Agent(Generic[DepsT, OutputT]):
         tracer: Tracer | None = None
         self._instrumentation: InstrumentationSettings | None = None
         if instrument:
+            # Telemetry, capabilities and toolsets are imported by the agents that use them.
+            from ._instrument import InstrumentationSettings, Tracer
+
             settings = (
                 instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
             )
@@ -212,13 +216,17 @@ class Agent(Generic[DepsT, OutputT]):
         for validator in output_validators:
             self.output_validator(validator)
         core = self._core
-        for toolset in toolsets:
-            if not isinstance(toolset, AbstractToolset):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise UserError(f"toolsets must be AbstractToolset instances, got {toolset!r}")
         # The core starts with empty lists of its own: copy only what was given.
         if toolsets:
+            from .toolsets import AbstractToolset
+
+            for toolset in toolsets:
+                if not isinstance(toolset, AbstractToolset):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise UserError(f"toolsets must be AbstractToolset instances, got {toolset!r}")
             core.toolsets = list(toolsets)
         if capabilities:
+            from .capabilities import CapabilityRegistry, UnknownCapabilityError
+
             core.capabilities = list(capabilities)
             # Structural errors surface when the agent is built; a dependency may come with the run's
             # capabilities, so unknown IDs are checked again for each run.
@@ -232,9 +240,13 @@ class Agent(Generic[DepsT, OutputT]):
         if hooks:
             core.hooks = check_hooks(hooks)
         core.context_budget = context_budget
-        core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
-        if core.pricing is None and usage_limits is not None and usage_limits.cost_limit_nano_usd is not None:
-            core.pricing = Pricing()  # a cost limit is only enforceable with prices
+        cost_limit = usage_limits is not None and usage_limits.cost_limit_nano_usd is not None
+        if pricing is not False or cost_limit:
+            from .pricing import Pricing  # loaded only by an agent that prices its requests
+
+            core.pricing = pricing if isinstance(pricing, Pricing) else Pricing() if pricing else None
+            if core.pricing is None and cost_limit:
+                core.pricing = Pricing()  # a cost limit is only enforceable with prices
         if (
             guard is not None
             or confirm is not None

@@ -12,14 +12,16 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import sqlite3
 import threading
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 import anyio
 
 from ._deferred import PausedState
 from ._errors import AgentRunError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = [
     "DEFAULT_MAX_CHECKPOINTS",
@@ -213,6 +215,8 @@ class SqliteCheckpointStore:
         return f"SqliteCheckpointStore({self.path!r}, signed={self._integrity_key is not None})"
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3  # loaded with the first SQLite store used, not with the agent
+
         connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         if not self._ready:
             with self._ready_lock:

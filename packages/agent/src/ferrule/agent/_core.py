@@ -10,22 +10,23 @@ from ferrule.core.retry import RetryPolicy
 
 from ._controls import SideEffectControls
 from ._errors import ToolDefinitionError
-from ._instrument import Tracer
 from ._output_build import OutputSpecInfo, build_plan, resolve_mode
 from ._output_plan import OutputPlan
 from ._step_tools import StepTools
 from ._sync_tools import ToolThreads
 from ._tools import Tool, ToolLimits
 from ._util import Callback
-from .capabilities import Capability
-from .context_budget import ContextBudget
 from .hooks import Hook
 from .policies import ToolPolicy
-from .pricing import Pricing
-from .toolsets import AbstractToolset
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
+
+    from ._instrument import Tracer
+    from .capabilities import Capability
+    from .context_budget import ContextBudget
+    from .pricing import Pricing
+    from .toolsets import AbstractToolset
 
 __all__ = ["AgentCore", "EndStrategy"]
 

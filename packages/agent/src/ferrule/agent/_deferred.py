@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ferrule.core import bounded_json, history
+from ferrule.core import bounded_json
 from ferrule.core.messages import Message, ModelResponse, ToolCallPart
 from ferrule.core.usage import RunUsage
 
@@ -111,6 +111,8 @@ class PausedState(msgspec.Struct, kw_only=True):
         The history inside is ferrule's versioned history document (`ferrule.core.history.dumps`),
         so files in tool results and ferrule-only fields survive the round trip.
         """
+        from ferrule.core import history  # loaded with the first paused state, not with the agent
+
         fields = {
             name: getattr(self, name)
             for name in self.__struct_fields__
@@ -163,6 +165,8 @@ class PausedState(msgspec.Struct, kw_only=True):
             raise PausedStateIntegrityError(
                 "the paused state is signed; pass the integrity_key it was signed with to accept it"
             )
+        from ferrule.core import history
+
         try:
             wire = msgspec.json.decode(raw, type=_StateWire)
             messages = history.loads(bytes(wire.messages))

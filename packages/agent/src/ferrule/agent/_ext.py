@@ -6,7 +6,7 @@ the loop never touches this module.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, cast
 
@@ -24,14 +24,14 @@ from ferrule.core.model import Model, ToolDefinition
 
 from ._context import RunContext
 from ._errors import ModelRetry
-from ._queue import PendingMessageQueue
+from ._run_options import EXTENSION_KEYS, NO_OPTIONS, RunOptions, run_options
 from ._state import LoopState
 from ._step_tools import StepTools, prepare_tools
 from ._tool_search import BM25, MAX_RESULTS, TOOL_SEARCH_NAME
 from ._tools import Tool
 from ._util import InstructionItem, instruction_texts, merged_settings, normalize_callback
 from .capabilities import Capability, CapabilityError, CapabilityLayer, CapabilityRegistry, CapabilitySnapshot
-from .context_budget import BudgetEnforcer, ContextBudget
+from .context_budget import BudgetEnforcer
 from .hooks import HookDispatcher
 from .policies import PolicyStages
 from .toolsets import AbstractToolset, CombinedToolset, WrapperToolset, tools_of
@@ -40,79 +40,6 @@ __all__ = ["EXTENSION_KEYS", "LOAD_CAPABILITY_NAME", "NO_OPTIONS", "RunExt", "Ru
 
 LOAD_CAPABILITY_NAME = "load_capability"
 """The name of the framework's capability-loading tool."""
-
-
-class RunOptions:
-    """Run-level extension options, as passed to `run(...)`."""
-
-    __slots__ = (
-        "capabilities",
-        "capability_layers",
-        "context_budget",
-        "history_processors",
-        "pending_messages",
-        "toolsets",
-    )
-
-    def __init__(
-        self,
-        *,
-        toolsets: Sequence[AbstractToolset[Any]] = (),
-        capabilities: Sequence[Capability[Any]] = (),
-        capability_layers: Sequence[CapabilityLayer] = (),
-        history_processors: Sequence[Any] = (),
-        context_budget: ContextBudget | None = None,
-        pending_messages: PendingMessageQueue | None = None,
-    ) -> None:
-        self.toolsets = list(toolsets)
-        self.capabilities = list(capabilities)
-        self.capability_layers = list(capability_layers)
-        self.history_processors = list(history_processors)
-        self.context_budget = context_budget
-        self.pending_messages = pending_messages
-
-
-NO_OPTIONS = RunOptions()
-
-EXTENSION_KEYS = frozenset(
-    [
-        "toolsets",
-        "capabilities",
-        "capability_layers",
-        "history_processors",
-        "context_budget",
-        "pending_messages",
-    ]
-)
-"""The keyword options of an entry point that `run_options` reads (a run without them has `NO_OPTIONS`)."""
-
-
-def run_options(
-    toolsets: Sequence[AbstractToolset[Any]],
-    capabilities: Sequence[Capability[Any]],
-    capability_layers: Sequence[CapabilityLayer],
-    history_processors: Sequence[Callable[..., Any]],
-    context_budget: ContextBudget | None,
-    pending_messages: PendingMessageQueue | None,
-) -> RunOptions:
-    """The options of one `run(...)` call: the shared empty `NO_OPTIONS` when it passes none."""
-    if (
-        not toolsets
-        and not capabilities
-        and not capability_layers
-        and not history_processors
-        and context_budget is None
-        and pending_messages is None
-    ):
-        return NO_OPTIONS  # the common case: no per-run extensions, nothing to build
-    return RunOptions(
-        toolsets=toolsets,
-        capabilities=capabilities,
-        capability_layers=capability_layers,
-        history_processors=history_processors,
-        context_budget=context_budget,
-        pending_messages=pending_messages,
-    )
 
 
 async def load_capability(ctx: RunContext[Any], capability: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any, cast, get_args, get_origin
 
-from ferrule.core import json_schema
 from ferrule.core.errors import UserError
 
 __all__ = ["PydanticShape", "described", "enc_hook", "model", "pydantic_error_details", "uses_pydantic"]
@@ -55,6 +54,8 @@ class PydanticShape:
 
     def __init__(self, tp: Any) -> None:
         import pydantic
+
+        from ferrule.core import json_schema  # with the first pydantic type, as pydantic itself
 
         self.adapter: Any = pydantic.TypeAdapter(tp)
         """The pydantic `TypeAdapter` of the type."""

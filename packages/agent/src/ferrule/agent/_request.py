@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ferrule.core.messages import Message, ModelResponse
 from ferrule.core.model import (
@@ -25,11 +25,13 @@ from ferrule.core.retry import request_with_retry, stream_with_retry
 
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
-from ._ext import RunExt
 from ._partial_output import PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
-from .durable import DurableRun
+
+if TYPE_CHECKING:
+    from ._ext import RunExt
+    from .durable import DurableRun
 
 __all__ = ["request"]
 

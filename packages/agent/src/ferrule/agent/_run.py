@@ -13,7 +13,7 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -52,7 +52,6 @@ from ._events import (
     RunStep,
     ToolResultsStep,
 )
-from ._ext import RunExt, RunOptions
 from ._guard import apply_guard, confirmed
 from ._output_step import Final, Rejected, count_output_failure, retry_output, text_output
 from ._pause import apply_decisions, deferred_calls, pause
@@ -61,6 +60,10 @@ from ._request import request
 from ._scheduler import run_calls
 from ._state import DONE, HANDLE, REQUEST, Emit, LoopState
 from .hooks import HookDispatcher
+
+if TYPE_CHECKING:
+    from ._ext import RunExt
+    from ._run_options import RunOptions
 
 __all__ = ["TOOL_NOT_EXECUTED", "Run", "new_run_id"]
 
@@ -94,6 +97,8 @@ class Run(LoopState):
         """Give the run its extension state (toolsets, capabilities, policies, hooks, budget, queue)."""
         self.settings_layers = settings_layers
         self.queue = options.pending_messages
+        from ._ext import RunExt  # the extension machinery, for the runs that use it
+
         self.ext = RunExt(self, options, resumed_capabilities=resumed_capabilities)
 
     def start_span(self, parent: Any = None) -> None:

@@ -9,8 +9,9 @@ instructions (once per run) and appends the prompt; `resume_run` continues at th
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -24,15 +25,16 @@ from ferrule.core.usage import RunUsage, UsageLimits
 from ._core import AgentCore
 from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
 from ._errors import PausedStateError, RunTimeoutError
-from ._ext import NO_OPTIONS, RunOptions
 from ._pause import resume_at
 from ._run import Run, new_run_id
+from ._run_options import NO_OPTIONS, RunOptions
 from ._state import copy_usage
 from ._url_check import check_content, check_message
 from ._util import instruction_texts, merged_settings
 from .correlation import RunCorrelation
-from .durable import current as durable_run
-from .pricing import Pricing
+
+if TYPE_CHECKING:
+    from .durable import DurableRun
 
 __all__ = ["RunSettings", "resume_run", "start_run"]
 
@@ -121,6 +123,17 @@ async def start_run(
     return run
 
 
+def durable_run() -> DurableRun | None:
+    """The durable run this task is bound to (`ferrule.agent.durable.bind`), if any."""
+    # Only `durable.bind` binds a run, so a process that never imported the module has none: the
+    # module is not imported for a run that is not durable.
+    if "ferrule.agent.durable" not in sys.modules:
+        return None
+    from .durable import current
+
+    return current()
+
+
 def resume_run(
     core: AgentCore,
     given: RunSettings,
@@ -194,6 +207,8 @@ def _extend(run: Run, given: RunSettings, resumed: Sequence[str] = ()) -> None:
     core = run.core
     options = given.options
     if run.pricing is None and run.usage_limits.cost_limit_nano_usd is not None:
+        from .pricing import Pricing
+
         run.enable_pricing(Pricing())  # a cost limit is only enforceable with prices
     if core.extended or options is not NO_OPTIONS:
         run.extend(options, given.layers, resumed)

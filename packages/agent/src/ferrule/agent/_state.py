@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -31,10 +31,12 @@ from ._tools import Tool
 from ._url_check import UrlCheck
 from ._util import Callback
 from .correlation import RunCorrelation
-from .durable import DurableRun
 from .hooks import HookDispatcher
 from .policies import PolicyStages
-from .pricing import Pricing, RunCost
+
+if TYPE_CHECKING:
+    from .durable import DurableRun
+    from .pricing import Pricing, RunCost
 
 __all__ = ["DONE", "HANDLE", "PAUSED", "REQUEST", "Emit", "HistoryView", "LoopState", "copy_usage"]
 
@@ -222,6 +224,8 @@ class LoopState:
 
     def enable_pricing(self, pricing: Pricing) -> None:
         """Price this run's requests (when the agent does not, but the run has a cost limit)."""
+        from .pricing import RunCost
+
         self.pricing = pricing
         self.cost = RunCost(self.usage.cost_nano_usd if self.usage.requests else 0)
 

@@ -8,8 +8,9 @@ a non-idempotent tool that timed out. Anything else the tool raises ends the run
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import msgspec
@@ -33,8 +34,10 @@ from ._foreign import enc_hook
 from ._state import Emit, LoopState
 from ._tools import ToolLimits, ToolReturn
 from ._url_check import check_content
-from .durable import DurableRun, OutcomeUnknown
 from .policies import PolicyStages
+
+if TYPE_CHECKING:
+    from .durable import DurableRun
 
 __all__ = ["execute_call"]
 
@@ -90,7 +93,7 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
         )
         if span is not None:
             span.finish_error("retry")
-    except OutcomeUnknown:
+    except _outcome_unknown():
         c.result = _unknown(run, c, "was running when the process running it stopped", span)
     except BaseException as exc:
         if isinstance(exc, Exception):
@@ -117,6 +120,20 @@ async def execute_call(run: LoopState, c: ToolCallState, emit: Emit | None) -> N
 
 
 _TIMED_OUT: Any = object()
+
+
+class _NeverRaised(Exception):
+    """Stands for `durable.OutcomeUnknown` while `ferrule.agent.durable` is not imported."""
+
+
+def _outcome_unknown() -> type[Exception]:
+    # Only a durable engine raises OutcomeUnknown, and it imported the module to do so: a process
+    # without one never loads it (the except clause evaluates this only when a tool raised).
+    if "ferrule.agent.durable" not in sys.modules:
+        return _NeverRaised
+    from .durable import OutcomeUnknown
+
+    return OutcomeUnknown
 
 
 def _step(run: LoopState, durable: DurableRun, ctx: Any, c: ToolCallState, span: Any) -> Awaitable[Any]:

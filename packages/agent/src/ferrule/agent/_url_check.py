@@ -84,8 +84,17 @@ class UrlCheck:
         if self.checked >= len(messages):
             return
         seen = self._seen
+        policy = self.policy
+        # `check_message` inlined: a new run with a long `message_history` checks all of it, and
+        # the call per message was most of that walk's cost on text-only histories.
         for message in itertools.islice(messages, self.checked, None):
-            check_message(self.policy, message)
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, UserPromptPart):
+                        if not isinstance(part.content, str):
+                            check_content(policy, part.content)
+                    elif isinstance(part, ToolReturnPart) and not isinstance(part.content, str):
+                        check_content(policy, part.content)
             if seen is not None:
                 seen[id(message)] = message
         self.checked = len(messages)

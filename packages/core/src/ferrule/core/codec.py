@@ -155,7 +155,7 @@ class _Encoded:
         count = min(len(messages), len(self.messages))
         same = self.messages
         # In C: the common case is a history that grew, or one whose last message is a new object.
-        identical = list(map(operator.is_, messages[:count], same[:count]))
+        identical = list(map(operator.is_, messages, same))  # `map` stops at the shorter: `count` items
         if False in identical:
             count = identical.index(False)
         if count == 0:
@@ -241,7 +241,8 @@ class WireCache:
             fingerprint_ends = previous.fingerprint_ends[:kept]
             wire_ends = previous.wire_ends[:kept]
             end = wire_ends[-1]
-            pieces = [previous.wire[:end]] if end else []
+            # A view, not a slice: the kept prefix is copied once, by the join below.
+            pieces: list[bytes | memoryview] = [memoryview(previous.wire)[:end]] if end else []
             position = fingerprint_ends[-1]
         else:
             fingerprint_ends, wire_ends, pieces, end, position = [], [], [], 0, 0

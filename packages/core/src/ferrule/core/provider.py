@@ -13,11 +13,11 @@ every message, log line and repr.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import math
+import sys
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
@@ -916,10 +916,12 @@ def _headers_dict(headers: httpx2.Headers) -> dict[str, str]:
 
 def _loop_token() -> object:
     """An object identifying the running event loop (asyncio loop or trio run)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        pass
+    # asyncio is only consulted when it is already imported (a running asyncio loop imported it):
+    # importing ferrule never loads it, and a trio program never pays for it.
+    asyncio = sys.modules.get("asyncio")
+    loop = asyncio._get_running_loop() if asyncio is not None else None
+    if loop is not None:
+        return loop
     import trio  # only reached inside a trio run, so trio is installed
 
     return trio.lowlevel.current_trio_token()
