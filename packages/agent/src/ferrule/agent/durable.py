@@ -14,7 +14,8 @@ with bind(Binding("order-42"), runner):   # runner: an engine adapter's StepRunn
 
 Step IDs are `<namespace>.step.<n>.model_request` and `<namespace>.step.<n>.tool_call.<tool call ID>`
 (`step.<n>...` without a namespace), where `n` is the run step (the number of model requests made
-before). Graph agent nodes use the namespace `graph.<node-id>`. Workflow-origin tools
+before); a response with two tool calls of one ID is refused (`DurableRun.check_calls`), so no two
+steps of a run share an ID. Graph agent nodes use the namespace `graph.<node-id>`. Workflow-origin tools
 (`Tool.origin == "workflow"`: `load_capability`, `tool_search`, plan adapters) are deterministic
 functions of the run and run inline on replay, outside any step; they must have no external effect.
 
