@@ -428,7 +428,8 @@ async def test_n04_in_memory_store_is_isolated_from_the_callers_messages() -> No
     # The caller edits its copy of the history in place: the pending call and the user's prompt.
     paused_call = outcome.state.messages[-1].parts[0]
     assert isinstance(paused_call, ToolCallPart)
-    paused_call.args = {"cents": 1}
+    assert isinstance(paused_call.args, dict)
+    paused_call.args["cents"] = 1  # inside the call's arguments
     prompt = outcome.state.messages[0].parts[-1]
     assert isinstance(prompt, UserPromptPart)
     prompt.content = "edited"

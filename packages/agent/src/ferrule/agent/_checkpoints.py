@@ -17,6 +17,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+from datetime import datetime
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
 import anyio
@@ -101,6 +102,10 @@ class _Record:
         self.consumed = consumed
 
 
+# Values `_detached` keeps without looking inside: immutable, and most of a state's leaves.
+_IMMUTABLE: Final = frozenset({str, int, float, bool, bytes, type(None), datetime})
+
+
 def _detached(value: Any) -> Any:
     """`value` with every Struct, list, dict and tuple in it copied, so no caller shares them.
 
@@ -108,15 +113,21 @@ def _detached(value: Any) -> Any:
     they are: unlike a JSON round trip, this never fails and keeps every value's type.
     """
     if isinstance(value, msgspec.Struct):
-        fields = {name: _detached(getattr(value, name)) for name in value.__struct_fields__}
-        return msgspec.structs.replace(value, **fields)
+        changed: dict[str, Any] = {}
+        for name in value.__struct_fields__:
+            item = getattr(value, name)
+            if type(item) not in _IMMUTABLE:
+                changed[name] = _detached(item)
+        return msgspec.structs.replace(value, **changed)
     kind: type[Any] = type(cast("object", value))  # exact types: a subclass may not rebuild from its items
     if kind is list:
-        return [_detached(item) for item in cast("list[Any]", value)]
+        return [i if type(i) in _IMMUTABLE else _detached(i) for i in cast("list[Any]", value)]
     if kind is dict:
-        return {key: _detached(item) for key, item in cast("dict[Any, Any]", value).items()}
+        return {
+            k: i if type(i) in _IMMUTABLE else _detached(i) for k, i in cast("dict[Any, Any]", value).items()
+        }
     if kind is tuple:
-        return tuple(_detached(item) for item in cast("tuple[Any, ...]", value))
+        return tuple(i if type(i) in _IMMUTABLE else _detached(i) for i in cast("tuple[Any, ...]", value))
     return value
 
 
