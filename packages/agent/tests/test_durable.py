@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from ferrule.agent.durable import (
     DurableError,
     InvalidDurableRecordError,
     MemoryStreamCheckpointStore,
+    Step,
     bind,
     current,
 )
@@ -152,6 +153,54 @@ async def test_step_ids_carry_the_namespace_and_workflow_tools_run_inline() -> N
     with bind(Binding("r", "graph.review"), engine):
         await Agent(FunctionModel(answer), tools=tools).run("x")
     assert sorted(calls) == ["plan", "plan", "remote"]
+
+
+class StepIds:
+    """A `StepRunner` that runs every step it is asked for and records the step's ID."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    async def run_step(self, step: Step, execute: Callable[[], Awaitable[str]]) -> str:
+        self.ids.append(step.id)
+        return await execute()
+
+
+async def test_two_calls_with_one_id_in_a_response_are_refused_before_any_tool_step() -> None:
+    log: list[int] = []
+
+    def answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("lookup", {"n": 1}, tool_call_id="dup"),
+                    ToolCallPart("lookup", {"n": 2}, tool_call_id="dup"),
+                ]
+            )
+        return text("ok")
+
+    async def lookup(n: int) -> str:
+        log.append(n)
+        return f"value {n}"
+
+    agent = Agent(FunctionModel(answer), tools=[Tool(lookup, side_effect="idempotent")])
+    # Outside a durable run both calls run, as before.
+    assert (await agent.run("x")).output == "ok"
+    assert sorted(log) == [1, 2]
+    log.clear()
+    # Both would be step `step.0.tool_call.dup`: the second would get the first's recorded result.
+    runner = StepIds()
+    with bind(Binding("d"), runner), pytest.raises(DurableError, match="two tool calls with ID 'dup'"):
+        await agent.run("x")
+    assert runner.ids == ["step.0.model_request"]
+    assert log == []
+    # Replayed from a recorded response, the run is refused the same way, and again nothing runs.
+    engine = Engine()
+    for _ in range(2):
+        with bind(Binding("d"), engine), pytest.raises(DurableError, match="unique"):
+            await agent.run("x")
+    assert engine.executed == ["step.0.model_request"]
+    assert log == []
 
 
 async def test_retry_prompts_and_tool_returns_replay_as_recorded() -> None:

@@ -32,6 +32,7 @@ from ferrule.agent import (
     RunContext,
     SqliteCheckpointStore,
     Tool,
+    ToolReturn,
 )
 from ferrule.agent.exceptions import (
     CheckpointNotFoundError,
@@ -406,6 +407,79 @@ async def test_n04_resume_by_run_id_loads_from_the_store_and_claims_it_once() ->
     with pytest.raises(CheckpointNotFoundError, match="no paused state for run 'nope'"):
         await charging_agent(ledger, store).resume(run_id="nope", decisions={})
     assert ledger.charges == [500]
+
+
+async def test_n04_in_memory_store_is_isolated_from_the_callers_messages() -> None:
+    """Editing the paused history in place after the pause changes nothing a resume by run ID sees."""
+    ledger = Ledger()
+    store = InMemoryCheckpointStore()
+
+    def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        if isinstance(last.parts[0], UserPromptPart):
+            return ModelResponse(parts=[call("charge", "c1", cents=500)])  # fresh parts every run
+        return ModelResponse(parts=[TextPart("done")])
+
+    tool = Tool(ledger.charge, name="charge", confirmation="always", risk="high")
+    agent = Agent(FunctionModel(respond), tools=[tool], checkpoint_store=store)
+    outcome = await agent.run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    # The caller edits its copy of the history in place: the pending call and the user's prompt.
+    paused_call = outcome.state.messages[-1].parts[0]
+    assert isinstance(paused_call, ToolCallPart)
+    assert isinstance(paused_call.args, dict)
+    paused_call.args["cents"] = 1  # inside the call's arguments
+    prompt = outcome.state.messages[0].parts[-1]
+    assert isinstance(prompt, UserPromptPart)
+    prompt.content = "edited"
+    loaded = await store.load(outcome.state.run_id)
+    loaded.messages.clear()  # nor does editing what `load` returned
+    result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [500], "the resumed run charged what the model asked for at the pause"
+    history = result.all_messages()
+    first_prompt = history[0].parts[-1]
+    assert isinstance(first_prompt, UserPromptPart)
+    assert first_prompt.content == "go"
+    resumed_call = history[1].parts[0]
+    assert isinstance(resumed_call, ToolCallPart)
+    assert resumed_call.args == {"cents": 500}
+
+
+async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None:
+    """A tool's metadata that JSON cannot hold (an application object) pauses and resumes unchanged."""
+
+    class Receipt:
+        def __init__(self, number: int) -> None:
+            self.number = number
+
+    ledger = Ledger()
+    receipt = Receipt(7)
+
+    def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn == 0:
+            return ModelResponse(parts=[call("note", "n1", text="hi")])
+        if turn == 1:
+            return ModelResponse(parts=[call("charge", "c1", cents=5)])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def note(text: str) -> ToolReturn:
+        """Write a note."""
+        return ToolReturn(text, metadata=receipt)
+
+    store = InMemoryCheckpointStore()
+    tools = [Tool(note), Tool(ledger.charge, name="charge", confirmation="always")]
+    agent = Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
+    outcome = await agent.run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [5]
+    noted = result.all_messages()[2].parts[0]
+    assert isinstance(noted, ToolReturnPart)
+    assert noted.metadata is receipt
 
 
 async def test_n05_wrong_decisions_do_not_use_up_the_checkpoint() -> None:

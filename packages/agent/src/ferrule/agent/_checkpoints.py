@@ -5,6 +5,9 @@ in-memory store). Resuming claims the paused state with `consume` after every ch
 before any call runs: a state is resumed once, and a second resume of it raises
 `CheckpointConsumedError` with nothing executed, in this process or, with a shared
 `SqliteCheckpointStore`, in any other.
+
+A store keeps its own copy of each state: editing the paused history in place after the pause (or
+a state `load` returned) changes nothing a later resume sees.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import collections
 import contextlib
 import os
 import threading
-from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 import anyio
+import msgspec
 
 from ._deferred import PausedState
 from ._errors import AgentRunError
@@ -99,8 +104,40 @@ class _Record:
         self.consumed = consumed
 
 
+# Values `_detached` keeps without looking inside: immutable, and most of a state's leaves.
+_IMMUTABLE: Final = frozenset({str, int, float, bool, bytes, type(None), datetime})
+
+
+def _detached(value: Any) -> Any:
+    """`value` with every Struct, list, dict and tuple in it copied, so no caller shares them.
+
+    Other values are immutable scalars or application objects (e.g. a tool's `metadata`), kept as
+    they are: unlike a JSON round trip, this never fails and keeps every value's type.
+    """
+    if isinstance(value, msgspec.Struct):
+        changed: dict[str, Any] = {}
+        for name in value.__struct_fields__:
+            item = getattr(value, name)
+            if type(item) not in _IMMUTABLE:
+                changed[name] = _detached(item)
+        return msgspec.structs.replace(value, **changed)
+    kind: type[Any] = type(cast("object", value))  # exact types: a subclass may not rebuild from its items
+    if kind is list:
+        return [i if type(i) in _IMMUTABLE else _detached(i) for i in cast("list[Any]", value)]
+    if kind is dict:
+        return {
+            k: i if type(i) in _IMMUTABLE else _detached(i) for k, i in cast("dict[Any, Any]", value).items()
+        }
+    if kind is tuple:
+        return tuple(i if type(i) in _IMMUTABLE else _detached(i) for i in cast("tuple[Any, ...]", value))
+    return value
+
+
 class InMemoryCheckpointStore:
     """A process-local `CheckpointStore`: a bounded map guarded by a lock (safe across event loops).
+
+    It keeps a copy of each saved state and hands out a fresh copy on every `load` (like the SQLite
+    store, which keeps serialized states), so callers never share message objects with it.
 
     It keeps the newest `max_checkpoints` records, pending or consumed; older ones are dropped (a
     dropped consumed record no longer blocks a second resume of that state in this process: use a
@@ -119,12 +156,13 @@ class InMemoryCheckpointStore:
         self._lock = threading.Lock()
 
     async def save(self, run_id: str, state: PausedState) -> None:
-        """Keep `state` as the run's latest checkpoint."""
+        """Keep a copy of `state` as the run's latest checkpoint."""
+        kept: PausedState = _detached(state)
         with self._lock:
             record = self._records.get(state.state_id)
             if record is not None and record.consumed:
                 raise _consumed(run_id, state.state_id)
-            self._records[state.state_id] = _Record(run_id, state, False)
+            self._records[state.state_id] = _Record(run_id, kept, False)
             self._records.move_to_end(state.state_id)
             self._latest[run_id] = state.state_id
             while len(self._records) > self.max_checkpoints:
@@ -133,7 +171,7 @@ class InMemoryCheckpointStore:
                     del self._latest[old.run_id]
 
     async def load(self, run_id: str) -> PausedState:
-        """The run's latest checkpoint."""
+        """A fresh copy of the run's latest checkpoint."""
         with self._lock:
             state_id = self._latest.get(run_id)
             record = self._records.get(state_id) if state_id is not None else None
@@ -141,7 +179,8 @@ class InMemoryCheckpointStore:
                 raise _not_found(run_id)
             if record.consumed or record.state is None:
                 raise _consumed(run_id, state_id)
-            return record.state
+            state = record.state
+        return _detached(state)
 
     async def consume(self, run_id: str, *, state_id: str | None = None) -> None:
         """Claim a checkpoint (the run's latest by default) for one resume."""

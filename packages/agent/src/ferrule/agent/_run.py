@@ -207,6 +207,8 @@ class Run(LoopState):
     async def _handle(self, response: ModelResponse, emit: Emit | None) -> RunStep:
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
         _check_finish(self.model, response, calls)
+        if self.durable is not None and len(calls) > 1:
+            self.durable.check_calls(self.usage.requests - 1, calls)
         if calls:
             return await self._handle_calls(calls, emit)
         outcome = await text_output(self, response)

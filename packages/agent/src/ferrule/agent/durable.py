@@ -14,7 +14,8 @@ with bind(Binding("order-42"), runner):   # runner: an engine adapter's StepRunn
 
 Step IDs are `<namespace>.step.<n>.model_request` and `<namespace>.step.<n>.tool_call.<tool call ID>`
 (`step.<n>...` without a namespace), where `n` is the run step (the number of model requests made
-before). Graph agent nodes use the namespace `graph.<node-id>`. Workflow-origin tools
+before); a response with two tool calls of one ID is refused (`DurableRun.check_calls`), so no two
+steps of a run share an ID. Graph agent nodes use the namespace `graph.<node-id>`. Workflow-origin tools
 (`Tool.origin == "workflow"`: `load_capability`, `tool_search`, plan adapters) are deterministic
 functions of the run and run inline on replay, outside any step; they must have no external effect.
 
@@ -175,6 +176,25 @@ class DurableRun:
         """The run's identity."""
         self.runner = runner
         """The engine adapter."""
+
+    def check_calls(self, step: int, calls: Sequence[ToolCallPart]) -> None:
+        """Refuse a response with two tool calls of one ID: they would share one step ID.
+
+        An engine would hand the second call the first call's recorded result, so the run stops
+        here, before any tool step (and the same way when the recorded response is replayed).
+        """
+        seen: set[str] = set()
+        for part in calls:
+            call_id = part.tool_call_id
+            if call_id in seen:
+                raise DurableError(
+                    f"the model response of step {step} holds two tool calls with ID {call_id!r}; a durable "
+                    "run records each call under its step ID (which ends with the call ID), so the second "
+                    "would get the first's recorded result. Nothing of the response was executed: use a "
+                    "model (or provider adapter) that gives each call of a response a unique ID, or run "
+                    "without a durable binding"
+                )
+            seen.add(call_id)
 
     async def model_request(
         self,
