@@ -175,6 +175,27 @@ def test_lf_stream_in_any_chunking_gives_the_same_events(cuts: list[int]) -> Non
     assert parse(*(LF_STREAM[i : i + 1] for i in range(len(LF_STREAM)))) == LF_EVENTS
 
 
+@given(st.lists(st.integers(min_value=0, max_value=len(LF_STREAM) + 3), max_size=12))
+def test_lf_stream_with_a_byte_order_mark_in_any_chunking(cuts: list[int]) -> None:
+    # The first chunk takes the block path too once its byte-order mark is off; a mark split
+    # across chunks (or a first line left unfinished) goes through the line parser first.
+    stream = b"\xef\xbb\xbf" + LF_STREAM
+    points = sorted(set(cuts))
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    assert parse(*chunks) == LF_EVENTS
+
+
+def test_a_first_chunk_of_many_events_at_the_limits() -> None:
+    # The stream's first chunk: one-line events at the line limit pass, one past it fails.
+    ok = b"data: " + b"x" * 94  # 100 bytes
+    assert (
+        parse(b"\xef\xbb\xbf" + (ok + b"\n\n") * 3, parser=SseParser(max_line_bytes=100))
+        == [SseEvent(data="x" * 94)] * 3
+    )
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parse(ok + b"\n\n" + ok + b"x\n\n", parser=SseParser(max_line_bytes=100))
+
+
 def test_retry_and_pending_event_across_whole_event_chunks() -> None:
     parser = SseParser()
     assert parser.feed(b": start\n") == []

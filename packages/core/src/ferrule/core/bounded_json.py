@@ -413,7 +413,16 @@ def decode(
     [`JsonTypeError`][ferrule.core.bounded_json.JsonTypeError] when the document does not fit `type`.
     """
     buf = _as_buffer(data, limits)
-    _preflight(buf, limits)
+    n = len(buf)
+    # The bounds `check` tests first, inline and conservatively: a small document (a stream
+    # event, a tool call's arguments) provably within every limit skips the call into the scan.
+    if (
+        n > limits.max_number_chars
+        or n > 2 * limits.max_items
+        or n - 2 > limits.max_string_bytes
+        or (n > limits.max_depth and buf.count(b"[") + buf.count(b"{") > limits.max_depth)
+    ):
+        _preflight(buf, limits)
     if type is Any and dec_hook is None:
         decoder = _UNTYPED_STRICT if strict else _UNTYPED_LAX
     else:

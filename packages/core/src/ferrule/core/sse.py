@@ -81,7 +81,17 @@ class SseParser:
         """Parse the next chunk of the body and return the events it completes (often none)."""
         if not chunk:
             return []
-        if not self._started or self._skip_lf or b"\r" in chunk:
+        if not self._started:
+            if self._partial or (len(chunk) < len(_BOM) and _BOM.startswith(chunk)):
+                return self._feed_lines(chunk)  # perhaps a byte-order mark split across chunks
+            # The stream's start: without its byte-order mark, the first chunk (often most of a
+            # short stream) takes the block path like every other.
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+                if not chunk:
+                    return []
+        if self._skip_lf or b"\r" in chunk:
             return self._feed_lines(chunk)
         events: list[SseEvent] = []
         if self._partial:
