@@ -23,7 +23,7 @@ from ferrule.core.bounded_json import (
     JsonTypeError,
     MalformedJsonError,
 )
-from ferrule.core.errors import FerruleError
+from ferrule.core.errors import FerruleError, ResponseDecodeError
 
 WIDE = JsonLimits(
     max_bytes=1 << 30,
@@ -619,3 +619,56 @@ def test_recorded_responses_at_and_past_their_own_limits() -> None:
                 with pytest.raises(JsonLimitError) as info:
                     bj.validate(body, tighter)
                 assert info.value.limit == name
+
+
+# --- ProviderDecoder --------------------------------------------------------------------------
+
+
+class _Chunk(msgspec.Struct):
+    id: Any = None
+    items: list[Any] | None = None
+
+
+@pytest.mark.parametrize(
+    ("doc", "lim"),
+    [
+        ('{"id": "x", "items": [[[1]]]}', limits(max_depth=4)),  # depth 4: at the limit
+        ('{"id": "x", "items": [[[[1]]]]}', limits(max_depth=4)),  # one past
+        ('{"id": "abcd"}', limits(max_string_bytes=4)),
+        ('{"id": "abcde"}', limits(max_string_bytes=4)),
+        ('{"items": [1, 2, 3]}', limits(max_items=3)),
+        ('{"items": [1, 2, 3, 4]}', limits(max_items=3)),
+        ('{"id": 12345}', limits(max_number_chars=5)),
+        ('{"id": 123456}', limits(max_number_chars=5)),
+        ('{"id": "x"}', limits(max_bytes=11)),
+        ('{"id": "xy"}', limits(max_bytes=11)),
+        ('{"id": "x", "items": 3}', WIDE),  # the wrong type
+        ('{"id": "x"', WIDE),  # malformed
+    ],
+)
+def test_provider_decoder_is_decode_provider_json(doc: str, lim: JsonLimits) -> None:
+    # Built once and reused, it checks the same limits and fails with the same error.
+    decoder = bj.ProviderDecoder(_Chunk, lim, "a test chunk")
+
+    def outcome(decode: Any) -> tuple[str, Any]:
+        try:
+            return "ok", decode()
+        except ResponseDecodeError as exc:
+            return "error", (str(exc), exc.provider_name, exc.model_name)
+
+    expected = outcome(
+        lambda: bj.decode_provider_json(doc, _Chunk, lim, "a test chunk", provider_name="p", model_name="m")
+    )
+    assert outcome(lambda: decoder.decode(doc, provider_name="p", model_name="m")) == expected
+    if expected[0] == "error":
+        assert "p:m: a test chunk is not valid: " in expected[1][0]
+    else:
+        assert decoder.decode(doc.encode()) == expected[1]
+
+
+def test_provider_decoder_limits_at_and_one_past() -> None:
+    lim = limits(max_depth=4)
+    decoder = bj.ProviderDecoder(_Chunk, lim, "a test chunk")
+    assert decoder.decode('{"items": [[[1]]]}').items == [[[1]]]
+    with pytest.raises(ResponseDecodeError, match="max_depth"):
+        decoder.decode('{"items": [[[[1]]]]}')

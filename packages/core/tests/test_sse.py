@@ -175,6 +175,73 @@ def test_lf_stream_in_any_chunking_gives_the_same_events(cuts: list[int]) -> Non
     assert parse(*(LF_STREAM[i : i + 1] for i in range(len(LF_STREAM)))) == LF_EVENTS
 
 
+@given(st.lists(st.integers(min_value=0, max_value=len(LF_STREAM) + 3), max_size=12))
+def test_lf_stream_with_a_byte_order_mark_in_any_chunking(cuts: list[int]) -> None:
+    # The first chunk takes the block path too once its byte-order mark is off; a mark split
+    # across chunks (or a first line left unfinished) goes through the line parser first.
+    stream = b"\xef\xbb\xbf" + LF_STREAM
+    points = sorted(set(cuts))
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    assert parse(*chunks) == LF_EVENTS
+
+
+def test_a_first_chunk_of_many_events_at_the_limits() -> None:
+    # The stream's first chunk: one-line events at the line limit pass, one past it fails.
+    ok = b"data: " + b"x" * 94  # 100 bytes
+    assert (
+        parse(b"\xef\xbb\xbf" + (ok + b"\n\n") * 3, parser=SseParser(max_line_bytes=100))
+        == [SseEvent(data="x" * 94)] * 3
+    )
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parse(ok + b"\n\n" + ok + b"x\n\n", parser=SseParser(max_line_bytes=100))
+
+
+# A Responses / Messages stream: `event:` then one `data:` line (the block path), and the shapes
+# that leave it: no space after a colon, an empty name, two data lines, an id line, no data.
+NAMED_STREAM = (
+    b'event: response.output_text.delta\ndata: {"delta":"a"}\n\n'
+    b"event:b\ndata:2\n\n"
+    b"event:\ndata: 3\n\n"
+    b"event: c\ndata: 4\ndata: 5\n\n"
+    b"event: d\n\n"
+    b"event: e\nid: 7\ndata: 6\n\n"
+    b"event: f\ndata: \xc3\xa9\n\n"
+    b"event: g\ndata:\n\n"
+    b"event: h\ndata: open"
+)
+NAMED_EVENTS = [
+    SseEvent(event="response.output_text.delta", data='{"delta":"a"}'),
+    SseEvent(event="b", data="2"),
+    SseEvent(data="3"),
+    SseEvent(event="c", data="4\n5"),
+    SseEvent(event="e", data="6", id="7"),
+    SseEvent(event="f", data="é", id="7"),
+    SseEvent(event="g", data="", id="7"),
+    SseEvent(event="h", data="open", id="7"),
+]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(NAMED_STREAM)), max_size=12))
+def test_named_events_in_any_chunking(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    chunks = [NAMED_STREAM[a:b] for a, b in zip([0, *points], [*points, len(NAMED_STREAM)], strict=True)]
+    assert parse(*chunks) == NAMED_EVENTS
+
+
+def test_named_events_at_the_limits() -> None:
+    event = b"event: delta\ndata: " + b"x" * 80  # 100 bytes: the data line is 86
+    assert parse(event + b"\n\n", parser=SseParser(max_line_bytes=86)) == [
+        SseEvent(event="delta", data="x" * 80)
+    ]
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parse(event + b"\n\n", parser=SseParser(max_line_bytes=85))
+    assert parse(event + b"\n\n", parser=SseParser(max_event_bytes=80)) == [
+        SseEvent(event="delta", data="x" * 80)
+    ]
+    with pytest.raises(ResponseTooLargeError, match="max_stream_event_bytes"):
+        parse(event + b"\n\n", parser=SseParser(max_event_bytes=79))
+
+
 def test_retry_and_pending_event_across_whole_event_chunks() -> None:
     parser = SseParser()
     assert parser.feed(b": start\n") == []

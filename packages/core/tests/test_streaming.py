@@ -25,6 +25,22 @@ def test_text_deltas_accumulate_into_one_part() -> None:
     assert b.parts == [TextPart("Hello")]
 
 
+def test_keyed_text_continues_its_own_part() -> None:
+    # A keyed delta continues the part of its key: the last part (the common case) or an
+    # earlier one; an unknown key, or the key of an ended part, starts a new part.
+    b = ResponseBuilder()
+    assert isinstance(b.text("a", key="k1", id="m1")[0], PartStartEvent)
+    assert b.text("b", key="k1") == [PartDeltaEvent(0, TextPartDelta("b"))]
+    assert isinstance(b.text("c", key="k2")[0], PartStartEvent)
+    assert b.text("d", key="k1") == [PartDeltaEvent(0, TextPartDelta("d"))]
+    assert b.text("e", key="k2") == [PartDeltaEvent(1, TextPartDelta("e"))]
+    assert b.text("f") == [PartDeltaEvent(1, TextPartDelta("f"))]
+    b.end("k2")
+    assert isinstance(b.text("g", key="k2")[0], PartStartEvent)
+    b.finish()
+    assert b.parts == [TextPart("abd", id="m1"), TextPart("cef"), TextPart("g")]
+
+
 def test_interleaved_keyed_tool_calls_and_text() -> None:
     b = ResponseBuilder()
     b.text("Let me check.")

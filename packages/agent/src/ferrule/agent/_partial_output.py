@@ -26,7 +26,7 @@ __all__ = ["PartialTracker"]
 class PartialTracker:
     """Turns streamed deltas of output-bearing parts into `PartialOutputEvent`s."""
 
-    __slots__ = ("named", "names", "prefixes", "run", "saw_tool_call", "text")
+    __slots__ = ("named", "names", "plain", "prefixes", "run", "saw_tool_call", "text")
 
     def __init__(self, run: LoopState) -> None:
         self.run = run
@@ -35,6 +35,29 @@ class PartialTracker:
         self.names: dict[int, str] = {}
         self.named: set[int] = set()  # parts whose start event already carried the whole name
         self.saw_tool_call = False
+        plan = run.plan
+        self.plain = (
+            plan.allow_text
+            and plan.mode not in ("native", "prompted")
+            and plan.text_function is None
+            and not run.output_validators
+        )
+        """Whether text is `str` output that nothing checks: `plain_text` makes its partials."""
+
+    def plain_text(self, delta: str) -> PartialOutputEvent | None:
+        """`update` for a text delta when `plain`: the same event, without a coroutine per delta."""
+        if self.saw_tool_call or not delta:
+            return None
+        snapshot = self._append(delta)
+        return PartialOutputEvent(snapshot, snapshot, True)
+
+    def _append(self, delta: str) -> str:
+        """The text so far with `delta` appended: one copy per delta (which the snapshot needs
+        anyway), not a join over every delta so far."""
+        text = self.text
+        snapshot = delta if not isinstance(text, str) else text + delta
+        self.text = snapshot
+        return snapshot
 
     async def update(self, event: Any) -> PartialOutputEvent | None:
         plan = self.run.plan
@@ -73,10 +96,7 @@ class PartialTracker:
             return await self._snapshot(self.text, plan.choices[0] if len(plan.choices) == 1 else None, None)
         if not plan.allow_text:
             return None
-        # One concatenation per delta (a copy of the text so far, which the snapshot needs anyway),
-        # not a join over every delta so far.
-        snapshot = delta if not isinstance(self.text, str) else self.text + delta
-        self.text = snapshot
+        snapshot = self._append(delta)
         if plan.text_function is not None:
             return PartialOutputEvent(snapshot)
         if not self.run.output_validators:

@@ -20,6 +20,7 @@ from ferrule.core.model import (
     PartEndEvent,
     PartStartEvent,
     ResponseCompleted,
+    TextPartDelta,
 )
 from ferrule.core.retry import request_with_retry, stream_with_retry
 
@@ -166,15 +167,20 @@ async def _stream(
         if source is None
         else source
     )
+    plain = tracker.plain
     async with aclosing(stream):
         async for event in stream:
             await emit(event)
-            if isinstance(event, ResponseCompleted):
+            if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+                # Most events of a text stream: their partial output without a coroutine.
+                partial = tracker.plain_text(event.delta.content_delta)
+            elif isinstance(event, ResponseCompleted):
                 response = event.response
+                continue
             else:
                 partial = await tracker.update(event)
-                if partial is not None:
-                    await emit(partial)
+            if partial is not None:
+                await emit(partial)
     assert response is not None  # the model contract guarantees a completed response
     return response
 

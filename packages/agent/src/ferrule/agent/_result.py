@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -19,9 +19,6 @@ from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, Run
 from ._receipts import ActionReceipt, run_actions
 
 if TYPE_CHECKING:
-    # Loaded by the first streamed run (`anyio.create_memory_object_stream`): ~15 ms of import.
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
     from ._run import Run
 
 __all__ = ["AgentRun", "AgentRunResult", "StreamedRunResult", "drive_stream", "streaming"]
@@ -156,7 +153,60 @@ class AgentRun(Generic[OutputT]):
         self._run.cancel()
 
 
-_END = object()
+_BUFFER = 64
+"""Events the run may get ahead of the consumer before it waits for the consumer to take them."""
+
+
+class _Handoff:
+    """Events from the run's task to the consumer's: a list the run appends to and the consumer
+    takes whole, so a burst of events crosses between the tasks in one switch.
+
+    The run waits (a checkpoint) only when `_BUFFER` events are waiting, the consumer only when
+    none is; each wait is on an event made for it, set by the other side.
+    """
+
+    __slots__ = ("_data", "_space", "closed", "items")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.closed = False
+        self._data: anyio.Event | None = None  # the consumer is waiting for events
+        self._space: anyio.Event | None = None  # the run is waiting for the consumer
+
+    async def put(self, event: Any) -> None:
+        """Hand `event` over; wait only when the consumer is `_BUFFER` events behind."""
+        items = self.items
+        items.append(event)
+        data = self._data
+        if data is not None:
+            self._data = None
+            data.set()
+        if len(items) >= _BUFFER:
+            space = self._space = anyio.Event()
+            await space.wait()
+
+    async def take(self) -> list[Any]:
+        """Every event waiting (at least one), or `[]` once the run has ended and none is left."""
+        while not self.items:
+            if self.closed:
+                return []
+            data = self._data = anyio.Event()
+            await data.wait()
+        items = self.items
+        self.items = []
+        space = self._space
+        if space is not None:
+            self._space = None
+            space.set()
+        return items
+
+    def close(self) -> None:
+        """The run has ended: the consumer takes what is left, then sees the end."""
+        self.closed = True
+        data = self._data
+        if data is not None:
+            self._data = None
+            data.set()
 
 
 class StreamedRunResult(Generic[OutputT]):
@@ -167,15 +217,13 @@ class StreamedRunResult(Generic[OutputT]):
     cancels it and drains its work.
     """
 
-    def __init__(
-        self,
-        run: Run,
-        receive: MemoryObjectReceiveStream[Any],
-        errors: list[BaseException],
-    ) -> None:
+    def __init__(self, run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
         self._run = run
-        self._receive = receive
+        self._handoff = handoff
         self._errors = errors
+        # The events taken from the run and not yet delivered: an iteration left early (a `break`)
+        # leaves the rest here for the next one, so no event is lost or delivered twice.
+        self._held: Iterator[Any] = iter(())
         self._finished = False
         self._cancelled = False
 
@@ -183,24 +231,21 @@ class StreamedRunResult(Generic[OutputT]):
         return self._events()
 
     async def _events(self) -> AsyncIterator[AgentStreamEvent]:
+        async for held in self._batches():
+            for event in held:
+                yield event
+
+    async def _batches(self) -> AsyncIterator[Iterator[Any]]:
+        """The held events, then each batch the run hands over, as one iterator (`_held`)."""
         if self._finished:
             return
-        receive = self._receive
-        would_block = anyio.WouldBlock
-        end = anyio.EndOfStream
+        take = self._handoff.take
         while True:
-            # Take what is buffered without a checkpoint; wait (a checkpoint) only when it is empty,
-            # so a burst of events crosses from the run's task in one switch, not one per event.
-            try:
-                item = receive.receive_nowait()
-            except would_block:
-                try:
-                    item = await receive.receive()
-                except end:
-                    break
-            except end:
+            yield self._held
+            batch = await take()
+            if not batch:
                 break
-            yield item
+            self._held = iter(batch)
         self._finished = True
         self._raise_if_failed()
 
@@ -217,21 +262,27 @@ class StreamedRunResult(Generic[OutputT]):
         response; only the final result is the run's output.
         """
         current: list[str] = []
-        async for event in self:
-            text: str | None = None
-            if isinstance(event, PartStartEvent):
-                if event.index == 0:
-                    current = []
-                if isinstance(event.part, TextPart) and event.part.content:
+        # The batches directly, not `async for event in self`: one generator less per event.
+        async for held in self._batches():
+            for event in held:
+                if isinstance(event, PartDeltaEvent):
+                    if not isinstance(event.delta, TextPartDelta):
+                        continue
+                    text = event.delta.content_delta
+                elif isinstance(event, PartStartEvent):
+                    if event.index == 0:
+                        current = []
+                    if not isinstance(event.part, TextPart):
+                        continue
                     text = event.part.content
-            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                text = event.delta.content_delta
-            if text:
-                if delta:
-                    yield text
                 else:
-                    current.append(text)
-                    yield "".join(current)
+                    continue
+                if text:
+                    if delta:
+                        yield text
+                    else:
+                        current.append(text)
+                        yield "".join(current)
 
     async def stream_output(self) -> AsyncIterator[OutputT]:
         """Partial outputs that already convert to the output type, then the final output."""
@@ -295,40 +346,26 @@ def _with_state(error: BaseException, run: Run) -> BaseException:
     return error
 
 
-async def drive_stream(run: Run, send: MemoryObjectSendStream[Any], errors: list[BaseException]) -> None:
-    """The background task of a streamed run: the loop, sending each event to the consumer."""
-    send_nowait = send.send_nowait
-    would_block = anyio.WouldBlock
-
-    async def emit(event: Any) -> None:
-        # Buffer without a checkpoint; block (and let the consumer drain) only when the buffer is
-        # full. The run still reaches checkpoints in the model stream, tools and hooks.
-        try:
-            send_nowait(event)
-        except would_block:
-            await send.send(event)
-
-    async with send:
-        try:
-            await run.run_to_end(emit)
-        except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
-            errors.append(exc)
-        except anyio.get_cancelled_exc_class():
-            raise
+async def drive_stream(run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
+    """The background task of a streamed run: the loop, handing each event to the consumer."""
+    try:
+        await run.run_to_end(handoff.put)
+    except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
+        errors.append(exc)
+    finally:
+        handoff.close()
 
 
 @asynccontextmanager
 async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     """Drive `run` in a background task of its own; the body consumes its events in order."""
-    send, receive = anyio.create_memory_object_stream[Any](64)
+    handoff = _Handoff()
     errors: list[BaseException] = []
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(drive_stream, run, send, errors)
-        stream: StreamedRunResult[Any] = StreamedRunResult(run, receive, errors)
+        tg.start_soon(drive_stream, run, handoff, errors)
         try:
-            async with receive:
-                yield stream
+            yield StreamedRunResult(run, handoff, errors)
         except Exception as exc:
             # Re-raised below, outside the task group, so the caller sees it unwrapped.
             body_error = exc

@@ -21,7 +21,7 @@ import functools
 import re
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 
 import msgspec
 
@@ -45,6 +45,7 @@ __all__ = [
     "JsonLimits",
     "JsonTypeError",
     "MalformedJsonError",
+    "ProviderDecoder",
     "decode",
     "decode_provider_json",
     "decode_value",
@@ -338,8 +339,7 @@ def validate(data: JsonInput, limits: JsonLimits) -> None:
     a UTF-8 check. Raises [`JsonLimitError`][ferrule.core.bounded_json.JsonLimitError] or
     [`MalformedJsonError`][ferrule.core.bounded_json.MalformedJsonError].
     """
-    buf = _as_buffer(data, limits)
-    _preflight(buf, limits)
+    buf = _bounded(data, limits)
     try:
         msgspec.json.decode(buf, type=msgspec.Raw)
     except msgspec.DecodeError as exc:
@@ -412,12 +412,32 @@ def decode(
     [`MalformedJsonError`][ferrule.core.bounded_json.MalformedJsonError] for invalid JSON and
     [`JsonTypeError`][ferrule.core.bounded_json.JsonTypeError] when the document does not fit `type`.
     """
-    buf = _as_buffer(data, limits)
-    _preflight(buf, limits)
+    buf = _bounded(data, limits)
     if type is Any and dec_hook is None:
         decoder = _UNTYPED_STRICT if strict else _UNTYPED_LAX
     else:
         decoder = _get_decoder(type, dec_hook, strict)
+    return _decode_bounded(decoder, buf, limits)
+
+
+def _bounded(data: JsonInput, limits: JsonLimits) -> bytes | bytearray:
+    """The bytes of `data` once they are known to be within `limits` (else the limit's error)."""
+    buf = _as_buffer(data, limits)
+    n = len(buf)
+    # The bounds `check` tests first, inline and conservatively: a small document (a stream
+    # event, a tool call's arguments) provably within every limit skips the call into the scan.
+    if (
+        n > limits.max_number_chars
+        or n > 2 * limits.max_items
+        or n - 2 > limits.max_string_bytes
+        or (n > limits.max_depth and buf.count(b"[") + buf.count(b"{") > limits.max_depth)
+    ):
+        _preflight(buf, limits)
+    return buf
+
+
+def _decode_bounded(decoder: msgspec.json.Decoder[Any], buf: bytes | bytearray, limits: JsonLimits) -> Any:
+    """`buf` (within `limits`) decoded, msgspec's errors mapped to ours."""
     try:
         return decoder.decode(buf)
     except msgspec.ValidationError as exc:
@@ -453,6 +473,40 @@ def decode_provider_json(
     try:
         return decode(data, type=type, limits=limits, strict=False)
     except JsonError as exc:
-        raise ResponseDecodeError(
-            f"{what} is not valid: {exc}", provider_name=provider_name, model_name=model_name
-        ) from None
+        raise _provider_error(exc, what, provider_name, model_name) from None
+
+
+def _provider_error(
+    exc: JsonError, what: str, provider_name: str | None, model_name: str | None
+) -> ResponseDecodeError:
+    return ResponseDecodeError(
+        f"{what} is not valid: {exc}", provider_name=provider_name, model_name=model_name
+    )
+
+
+class ProviderDecoder(Generic[T]):
+    """[`decode_provider_json`][ferrule.core.bounded_json.decode_provider_json] for one type, limits
+    and description, built once: for documents decoded many times a response (stream events).
+
+    The same checks, leniency (`strict=False`) and errors, without choosing the msgspec decoder
+    again for every document.
+    """
+
+    __slots__ = ("_decoder", "limits", "what")
+
+    def __init__(self, type: type[T], limits: JsonLimits, what: str) -> None:
+        self._decoder = _get_decoder(type, None, False)
+        self.limits = limits
+        """The limits every document is checked against."""
+        self.what = what
+        """What a document is, for the error message (`"a Chat Completions stream chunk"`)."""
+
+    def decode(
+        self, data: JsonInput, *, provider_name: str | None = None, model_name: str | None = None
+    ) -> T:
+        """Decode one document; any failure, limits included, raises `ResponseDecodeError`."""
+        try:
+            limits = self.limits
+            return _decode_bounded(self._decoder, _bounded(data, limits), limits)
+        except JsonError as exc:
+            raise _provider_error(exc, self.what, provider_name, model_name) from None

@@ -81,7 +81,17 @@ class SseParser:
         """Parse the next chunk of the body and return the events it completes (often none)."""
         if not chunk:
             return []
-        if not self._started or self._skip_lf or b"\r" in chunk:
+        if not self._started:
+            if self._partial or (len(chunk) < len(_BOM) and _BOM.startswith(chunk)):
+                return self._feed_lines(chunk)  # perhaps a byte-order mark split across chunks
+            # The stream's start: without its byte-order mark, the first chunk (often most of a
+            # short stream) takes the block path like every other.
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+                if not chunk:
+                    return []
+        if self._skip_lf or b"\r" in chunk:
             return self._feed_lines(chunk)
         events: list[SseEvent] = []
         if self._partial:
@@ -103,16 +113,29 @@ class SseParser:
             if not chunk:
                 return events
         if self._data or self._event is not None:
-            events.extend(self._feed_lines(chunk))
-        else:
-            events.extend(self._feed_blocks(chunk))
+            # An event the last read left open: its lines up to the blank line that ends it go
+            # through the line parser, and the rest of the chunk starts at an event boundary.
+            if chunk[:1] == b"\n":
+                self._dispatch(events)
+                chunk = chunk[1:]
+            else:
+                end = chunk.find(b"\n\n")
+                if end < 0:
+                    events.extend(self._feed_lines(chunk))
+                    return events
+                events.extend(self._feed_lines(chunk[: end + 2]))
+                chunk = chunk[end + 2 :]
+            if not chunk:
+                return events
+        events.extend(self._feed_blocks(chunk))
         return events
 
     def _feed_blocks(self, chunk: bytes) -> list[SseEvent]:
         """`feed` for a chunk that starts at an event boundary and has only LF line breaks.
 
-        Splits it on blank lines once, in C; an event that is one `data:` line (nearly every event
-        of a model stream) is dispatched without walking its lines. Anything else goes through
+        Splits it on blank lines once, in C; an event that is one `data:` line, or an `event:` line
+        and one `data:` line (nearly every event of a model stream), is dispatched without walking
+        its lines. Anything else goes through
         the line parser, which also enforces the limits on anything that could exceed them.
         """
         events: list[SseEvent] = []
@@ -120,10 +143,25 @@ class SseParser:
         rest = blocks.pop()  # after the last blank line: the start of an unfinished event, if any
         small = min(self._max_line, self._max_event)
         for block in blocks:
-            if block[:5] == b"data:" and b"\n" not in block and len(block) <= small:
-                value = block[6:] if block[5:6] == b" " else block[5:]
-                events.append(SseEvent(data=value.decode("utf-8", "replace"), id=self._last_id))
-                continue
+            if len(block) <= small:
+                if block[:5] == b"data:" and b"\n" not in block:
+                    value = block[6:] if block[5:6] == b" " else block[5:]
+                    events.append(SseEvent(data=value.decode("utf-8", "replace"), id=self._last_id))
+                    continue
+                if block[:6] == b"event:":
+                    # `event:` then one `data:` line (every event of a Responses or Messages stream).
+                    lf = block.find(b"\n")
+                    if block[lf + 1 : lf + 6] == b"data:" and block.find(b"\n", lf + 1) < 0:
+                        name = block[7:lf] if block[6:7] == b" " else block[6:lf]
+                        start = lf + 7 if block[lf + 6 : lf + 7] == b" " else lf + 6
+                        events.append(
+                            SseEvent(
+                                event=name.decode("utf-8", "replace") if name else "message",
+                                data=block[start:].decode("utf-8", "replace"),
+                                id=self._last_id,
+                            )
+                        )
+                        continue
             for line in block.split(b"\n"):
                 self._line(line, events)
             self._line(b"", events)

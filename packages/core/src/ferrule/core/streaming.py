@@ -81,12 +81,18 @@ class ResponseBuilder:
 
         `provider_details` are merged into the part's; `citations` are appended to its list.
         """
-        if key is None and delta and provider_details is None and citations is None and self._open:
-            # The next delta of the open text part: one event, no lookup (most deltas of a stream).
+        if delta and provider_details is None and citations is None and self._open:
+            # The next delta of the open text part (without a key, or keyed to it): one event, no
+            # search (most deltas of a stream).
             last = self._open[-1]
-            if not last.ended and isinstance(last.part, TextPart):
+            index = len(self._open) - 1
+            if (
+                not last.ended
+                and isinstance(last.part, TextPart)
+                and (key is None or self._by_key.get(key) == index)
+            ):
                 last.chunks.append(delta)
-                return [PartDeltaEvent(len(self._open) - 1, TextPartDelta(delta))]
+                return [PartDeltaEvent(index, TextPartDelta(delta))]
         index = self._find(key, TextPart)
         events: list[ModelStreamEvent] = []
         if index is None:

@@ -23,7 +23,7 @@ Decoding notes:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import msgspec
 
@@ -695,6 +695,12 @@ class _Completion(msgspec.Struct):
     x_groq: Any = None
 
 
+# Decoded once per stream chunk: the bounded decoder is built once.
+_CHUNK: Final = bounded_json.ProviderDecoder(
+    _Completion, bounded_json.STREAM_EVENT, "a Chat Completions stream chunk"
+)
+
+
 def map_usage(usage: Any) -> RequestUsage | None:
     """Normalized usage from a Chat Completions `usage` object (OpenAI, DeepSeek, OpenRouter, Groq shapes)."""
     raw = as_dict(usage)
@@ -991,14 +997,7 @@ class ChatStreamDecoder:
                 provider_name=self.provider_name,
                 model_name=self.model_name,
             )
-        chunk = bounded_json.decode_provider_json(
-            data,
-            _Completion,
-            bounded_json.STREAM_EVENT,
-            "a Chat Completions stream chunk",
-            provider_name=self.provider_name,
-            model_name=self.model_name,
-        )
+        chunk = _CHUNK.decode(data, provider_name=self.provider_name, model_name=self.model_name)
         try:
             return self._chunk(chunk, data)
         except ProviderError:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Collection, Iterable
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import msgspec
 
@@ -928,6 +928,10 @@ class _Event(msgspec.Struct):
     error: Any = None
 
 
+# Decoded once per stream event: the bounded decoder is built once.
+_EVENT: Final = bounded_json.ProviderDecoder(_Event, bounded_json.STREAM_EVENT, "a Responses stream event")
+
+
 class ResponsesStreamDecoder:
     """Turns the events of a streamed Responses API response into ferrule stream events.
 
@@ -978,14 +982,7 @@ class ResponsesStreamDecoder:
         stripped = data.strip()
         if not stripped or stripped == "[DONE]":
             return []
-        decoded = bounded_json.decode_provider_json(
-            data,
-            _Event,
-            bounded_json.STREAM_EVENT,
-            "a Responses stream event",
-            provider_name=self.provider_name,
-            model_name=self.model_name,
-        )
+        decoded = _EVENT.decode(data, provider_name=self.provider_name, model_name=self.model_name)
         try:
             return self._event(decoded)
         except ProviderError:
