@@ -299,16 +299,9 @@ class Runner:
             started = time.perf_counter()
             job = Job(_check_route, self.route_role.name)
             try:
-                limits = UsageLimits(request_limit=self.model_allowance("routing the request"))
-                try:
-                    mode: Mode = await self.route_role.call(
-                        self.planner_model, self.prompt, job, limits=limits, remaining=self.remaining_time()
-                    )
-                    return mode
-                except UsageLimitExceeded as exc:
-                    raise self._budget_error(exc, "routing the request", job.error) from None
+                mode: Mode = await self._ask_planner(self.route_role, self.prompt, job, "routing the request")
+                return mode
             finally:
-                self.add_model_usage(job.usage)
                 self.seconds["planning"] += time.perf_counter() - started
         assert callable(router)
         chosen = await call_user(router, self.prompt)
@@ -373,23 +366,11 @@ class Runner:
         started = time.perf_counter()
         try:
             if document is None:
-                limits = UsageLimits(request_limit=self.model_allowance("planning the request"))
                 job = Job(self._check_plan, self.planner.name)
-                try:
-                    compiled = cast(
-                        "CompiledPlan",
-                        await self.planner.call(
-                            self.planner_model,
-                            self.prompt,
-                            job,
-                            limits=limits,
-                            remaining=self.remaining_time(),
-                        ),
-                    )
-                except UsageLimitExceeded as exc:
-                    raise self._budget_error(exc, "planning the request", job.error) from None
-                finally:
-                    self.add_model_usage(job.usage)
+                compiled = cast(
+                    "CompiledPlan",
+                    await self._ask_planner(self.planner, self.prompt, job, "planning the request"),
+                )
             else:
                 compiled = compile_plan(document, self.catalog, max_steps=self.budget.max_steps)
         finally:
@@ -404,6 +385,23 @@ class Runner:
     def _check_plan(self, output: dict[str, Any]) -> CompiledPlan:
         decoded: PlanDocument = decode_document(output, PlanDocument, "plan document")
         return compile_plan(decoded, self.catalog, max_steps=self.budget.max_steps)
+
+    async def _ask_planner(
+        self, role: StructuredRole, prompt: str, job: Job, what: str, *, budget_what: str | None = None
+    ) -> Any:
+        """`role`'s checked answer from the planner model within the model-call budget (`what` is
+        the step named when none is left, `budget_what` when the call runs out); its usage is
+        counted even when it fails."""
+        try:
+            limits = UsageLimits(request_limit=self.model_allowance(what))
+            try:
+                return await role.call(
+                    self.planner_model, prompt, job, limits=limits, remaining=self.remaining_time()
+                )
+            except UsageLimitExceeded as exc:
+                raise self._budget_error(exc, budget_what or what, job.error) from None
+        finally:
+            self.add_model_usage(job.usage)
 
     def _budget_error(self, exc: UsageLimitExceeded, what: str, last: PlanError | None) -> PlanBudgetExceeded:
         error = PlanBudgetExceeded("max_model_calls", self.budget.max_model_calls, what=what)
@@ -879,24 +877,17 @@ class Runner:
         )
         job = Job(self._check_patch, role.name)
         try:
-            limits = UsageLimits(
-                request_limit=self.model_allowance(f"replanning after step {first.step.id!r} failed")
+            compiled, replaced, added = cast(
+                "tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]",
+                await self._ask_planner(
+                    role,
+                    self._replan_prompt(plan),
+                    job,
+                    f"replanning after step {first.step.id!r} failed",
+                    budget_what="replanning",
+                ),
             )
-            try:
-                compiled, replaced, added = cast(
-                    "tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]",
-                    await role.call(
-                        self.planner_model,
-                        self._replan_prompt(plan),
-                        job,
-                        limits=limits,
-                        remaining=self.remaining_time(),
-                    ),
-                )
-            except UsageLimitExceeded as exc:
-                raise self._budget_error(exc, "replanning", job.error) from None
         finally:
-            self.add_model_usage(job.usage)
             self.seconds["planning"] += time.perf_counter() - started
         for step_id in replaced:
             self.history.append(self.states.pop(step_id).result())
