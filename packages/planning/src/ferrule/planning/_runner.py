@@ -327,21 +327,12 @@ class Runner:
                 event_handler=self.handler,
             )
             usage, messages = result.usage, result.new_messages()
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage, messages = run_state.usage, run_state.messages[run_state.new_message_index :]
-            if exc.limit == "tool_calls_limit":
-                raise PlanBudgetExceeded(
-                    "max_tool_calls", self.budget.max_tool_calls, what="chat mode"
-                ) from exc
-            raise PlanBudgetExceeded(
-                "max_model_calls", self.budget.max_model_calls, what="chat mode"
-            ) from exc
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage, messages = run_state.usage, run_state.messages[run_state.new_message_index :]
+            if isinstance(exc, UsageLimitExceeded):
+                raise self._exceeded(exc, "chat mode") from exc
             raise
         finally:
             self.add_model_usage(usage)
@@ -402,6 +393,12 @@ class Runner:
                 raise self._budget_error(exc, budget_what or what, job.error) from None
         finally:
             self.add_model_usage(job.usage)
+
+    def _exceeded(self, exc: UsageLimitExceeded, what: str) -> PlanBudgetExceeded:
+        """The plan budget an agent run's tool-call or model-call limit stood for."""
+        if exc.limit == "tool_calls_limit":
+            return PlanBudgetExceeded("max_tool_calls", self.budget.max_tool_calls, what=what)
+        return PlanBudgetExceeded("max_model_calls", self.budget.max_model_calls, what=what)
 
     def _budget_error(self, exc: UsageLimitExceeded, what: str, last: PlanError | None) -> PlanBudgetExceeded:
         error = PlanBudgetExceeded("max_model_calls", self.budget.max_model_calls, what=what)
@@ -800,29 +797,20 @@ class Runner:
                 usage_limits=UsageLimits(request_limit=model_limit, tool_calls_limit=tool_limit),
                 timeout=self.remaining_time(),
             )
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage, messages = run_state.usage, run_state.messages
-            if exc.limit == "tool_calls_limit" and tool_limit == task.max_tool_calls:
-                await self._agent_failed(
-                    state, f"it needed more than its max_tool_calls={tool_limit} tool calls"
-                )
-            elif exc.limit == "tool_calls_limit":
-                raise PlanBudgetExceeded(
-                    "max_tool_calls", self.budget.max_tool_calls, what=f"agentic step {step.id!r}"
-                ) from exc
-            else:
-                raise PlanBudgetExceeded(
-                    "max_model_calls", self.budget.max_model_calls, what=f"agentic step {step.id!r}"
-                ) from exc
         except RunTimeoutError:
             raise
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage, messages = run_state.usage, run_state.messages
-            await self._agent_failed(state, describe_error(exc))
+            if not isinstance(exc, UsageLimitExceeded):
+                await self._agent_failed(state, describe_error(exc))
+            elif exc.limit == "tool_calls_limit" and tool_limit == task.max_tool_calls:
+                await self._agent_failed(
+                    state, f"it needed more than its max_tool_calls={tool_limit} tool calls"
+                )
+            else:
+                raise self._exceeded(exc, f"agentic step {step.id!r}") from exc
         else:
             usage, messages = result.usage, result.all_messages()
             await self._succeeded(state, result.output, "agent", None)
@@ -1000,17 +988,14 @@ class Runner:
                 event_handler=self.handler,
             )
             usage = result.usage
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage = run_state.usage
-            raise PlanBudgetExceeded(
-                "max_model_calls", self.budget.max_model_calls, what="composing the answer"
-            ) from exc
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage = run_state.usage
+            if isinstance(exc, UsageLimitExceeded):  # only its request limit is set
+                raise PlanBudgetExceeded(
+                    "max_model_calls", self.budget.max_model_calls, what="composing the answer"
+                ) from exc
             raise
         finally:
             self.add_model_usage(usage)
