@@ -23,7 +23,7 @@ def server_app(package: str, serves: str) -> Callable[..., Any]:
             ) from exc
         return build(agent, **options)
 
-    app.__module__ = package
+    app.__module__, app.__qualname__ = package, "app"
     app.__doc__ = (
         f"An ASGI app serving `agent` to {serves}; the options are those of `_app.app`.\n\n"
         "Raises `ImportError` naming the extra to install when Starlette is missing."
