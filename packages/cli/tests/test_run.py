@@ -297,37 +297,18 @@ def test_external_calls_run_only_with_an_explicit_result(
         Calls((("charge_card", {"cents": 7}),)),
         Text("ok"),
     )
-    assert cli(*model.args, "--config", str(config), "Charge 5 dollars").code == 10
-    approved = cli(*model.args, "--config", str(config), "--resume", "--approval", "approve")
-    assert approved.code == 0
+
+    def run(*args: str) -> int:
+        return cli(*model.args, "--config", str(config), *args).code
+
+    assert run("Charge 5 dollars") == 10
+    assert run("--resume", "--approval", "approve") == 0
     assert "not executed" in tool_results(model)[0]["content"]  # approve never executes an external call
 
-    assert cli(*model.args, "--config", str(config), "Charge 7 cents").code == 10
-    given = cli(
-        *model.args,
-        "--config",
-        str(config),
-        "--resume",
-        "--approval",
-        "approve",
-        "--external-result",
-        'call_3_0={"charged": 7}',
-    )
-    assert given.code == 0
+    assert run("Charge 7 cents") == 10
+    assert run("--resume", "--approval", "approve", "--external-result", 'call_3_0={"charged": 7}') == 0
     assert json.loads(tool_results(model)[0]["content"]) == {"charged": 7}
-    assert (
-        cli(
-            *model.args,
-            "--config",
-            str(config),
-            "--resume",
-            "--approval",
-            "approve",
-            "--external-result",
-            "x=1",
-        ).code
-        == 3
-    )
+    assert run("--resume", "--approval", "approve", "--external-result", "x=1") == 3
 
 
 def test_signed_paused_state(scripted: Scripted, cli: Cli, tmp_path: Path) -> None:

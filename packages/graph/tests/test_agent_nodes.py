@@ -554,25 +554,21 @@ def test_human_in_the_loop_across_two_processes(tmp_path: Path) -> None:
     snapshot = tmp_path / "snapshot.json"
     log = tmp_path / "log.txt"
     app = str(APPS / "approval_graph.py")
-    first = subprocess.run(
-        [sys.executable, app, "start", str(snapshot), str(log)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == "paused at payer ['pay']"
+
+    def run_app(command: str) -> str:
+        done = subprocess.run(
+            [sys.executable, app, command, str(snapshot), str(log)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run_app("start") == "paused at payer ['pay']"
     assert log.read_text().splitlines() == ["step prepare_request", "model request first"]
-    second = subprocess.run(
-        [sys.executable, app, "resume", str(snapshot), str(log)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert second.returncode == 0, second.stderr
-    assert second.stdout.strip() == "paid 250 to alice (2 requests) prepared 1"
+    assert run_app("resume") == "paid 250 to alice (2 requests) prepared 1"
     assert log.read_text().splitlines() == [
         "step prepare_request",
         "model request first",

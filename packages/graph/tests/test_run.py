@@ -18,6 +18,7 @@ from ferrule.graph import (
     GraphEvent,
     GraphLimits,
     GraphOptionsError,
+    GraphRun,
     GraphRunError,
     GraphRunStateError,
     GraphStepLimitExceeded,
@@ -254,6 +255,21 @@ async def test_start_and_end_failures_propagate_unchanged() -> None:
         await run.next()
 
 
+async def cancel_once_blocked(run: GraphRun[None, None, int, int, int], started: anyio.Event) -> None:
+    """Advance `run` until its callback blocks (`started`), check that a second `next()` is refused
+    while it runs, then cancel it."""
+    async with anyio.create_task_group() as tg:
+
+        async def drive() -> None:
+            await run.next()
+
+        tg.start_soon(drive)
+        await started.wait()
+        with pytest.raises(GraphRunStateError, match="already running"):
+            await run.next()
+        tg.cancel_scope.cancel()
+
+
 async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
     started = anyio.Event()
 
@@ -269,16 +285,7 @@ async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
     g.entry("slow")
     g.finish("slow")
     run = await g.build().iter(1)
-    async with anyio.create_task_group() as tg:
-
-        async def drive() -> None:
-            await run.next()
-
-        tg.start_soon(drive)
-        await started.wait()
-        with pytest.raises(GraphRunStateError, match="already running"):
-            await run.next()
-        tg.cancel_scope.cancel()
+    await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="slow"):
         await run.next()
 
@@ -298,14 +305,7 @@ async def test_cancellation_in_the_end_callback_latches_graph_cancelled_naming_i
     g.entry("a")
     g.finish("a")
     run = await g.build().iter(1)
-    async with anyio.create_task_group() as tg:
-
-        async def drive() -> None:
-            await run.next()
-
-        tg.start_soon(drive)
-        await started.wait()
-        tg.cancel_scope.cancel()
+    await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="while the end callback ran") as info:
         await run.next()
     assert info.value.node is None

@@ -97,15 +97,21 @@ def test_streamed_text_and_tool_call(browser: Any, app_server: Server, path: str
     assert page_errors(browser) == []
 
 
+def ask_to_pay(driver: Any, url: str, answer: str) -> Any:
+    """Ask the page at `url` for a gated payment; the `answer` button of its approval, once the run paused."""
+    driver.get(url)
+    wait_for(driver, "#prompt")
+    ask(driver, "Please pay alice 250 EUR")
+    button = wait_for(
+        driver, f'.tool[data-tool-name="send_money"][data-state="approval-requested"] button.{answer}'
+    )
+    wait_until(driver, finished)
+    return button
+
+
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
 def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: list[str]) -> None:
-    browser.get(app_server.origin + path)
-    wait_for(browser, "#prompt")
-    ask(browser, "Please pay alice 250 EUR")
-    approve = wait_for(
-        browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.approve'
-    )
-    wait_until(browser, finished)
+    approve = ask_to_pay(browser, app_server.origin + path, "approve")
     assert ledger == []  # nothing runs before the user decides
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-approval-requested")
     approve.click()
@@ -121,14 +127,7 @@ def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledge
 
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
 def test_deny_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: list[str]) -> None:
-    browser.get(app_server.origin + path)
-    wait_for(browser, "#prompt")
-    ask(browser, "Please pay alice 250 EUR")
-    deny = wait_for(
-        browser, '.tool[data-tool-name="send_money"][data-state="approval-requested"] button.deny'
-    )
-    wait_until(browser, finished)
-    deny.click()
+    ask_to_pay(browser, app_server.origin + path, "deny").click()
     wait_for(browser, '.tool[data-tool-name="send_money"][data-state="output-denied"]')
     wait_until(browser, lambda d: "OK, I did not send the money." in assistant_text(d))
     wait_until(browser, finished)

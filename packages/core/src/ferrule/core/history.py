@@ -33,7 +33,7 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, cast
 from urllib.parse import urlparse
 
@@ -458,29 +458,27 @@ def _canonicalize(value: Any, digests: list[str]) -> Any:
         return form
     if isinstance(value, list | tuple):
         items = cast("Sequence[Any]", value)
-        copied: list[Any] | None = None
-        for index, child in enumerate(items):
-            if _is_scalar(child):
-                continue
-            new = _canonicalize(child, digests)
-            if new is not child:
-                if copied is None:
-                    copied = list(items)
-                copied[index] = new
-        return items if copied is None else copied
+        return _canonical_children(items, enumerate(items), list, digests)
     if isinstance(value, dict):
         mapping = cast("dict[Any, Any]", value)
-        changed: dict[Any, Any] | None = None
-        for key, child in mapping.items():
-            if _is_scalar(child):
-                continue
-            new = _canonicalize(child, digests)
-            if new is not child:
-                if changed is None:
-                    changed = dict(mapping)
-                changed[key] = new
-        return mapping if changed is None else changed
+        return _canonical_children(mapping, mapping.items(), dict, digests)
     return value
+
+
+def _canonical_children(
+    container: Any, children: Iterable[tuple[Any, Any]], copy: Callable[[Any], Any], digests: list[str]
+) -> Any:
+    """`container` with its children canonicalized, copied by `copy` only when a child changes."""
+    changed: Any = None
+    for key, child in children:
+        if _is_scalar(child):
+            continue
+        new = _canonicalize(child, digests)
+        if new is not child:
+            if changed is None:
+                changed = copy(container)
+            changed[key] = new
+    return container if changed is None else changed
 
 
 def _is_scalar(value: Any) -> bool:

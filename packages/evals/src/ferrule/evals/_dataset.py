@@ -382,29 +382,22 @@ class _Runner:
         (output, usage, spans, latency), attempts = await _attempts(
             options.task_retry, functools.partial(self._call_task, case), case_index, repetition, None
         )
-        evaluations: list[EvaluationResult] = []
-        for evaluator in dataset.evaluators:
-            position.step += 1
-            evaluation, tries = await _attempts(
-                options.evaluator_retry,
-                functools.partial(run_evaluator, evaluator, case, output, usage),
-                case_index,
-                repetition,
-                evaluator.name,
-            )
-            evaluations.append(msgspec.structs.replace(evaluation, attempts=tries))
+        # Every evaluator in order (the trace evaluators last), each as a call and its name.
+        checks = [
+            (functools.partial(run_evaluator, evaluator, case, output, usage), evaluator.name)
+            for evaluator in dataset.evaluators
+        ]
         if dataset.trace_evaluators:
             context = TraceContext(case=case, output=output, usage=usage, spans=spans)
-            for trace_evaluator in dataset.trace_evaluators:
-                position.step += 1
-                evaluation, tries = await _attempts(
-                    options.evaluator_retry,
-                    functools.partial(run_trace_evaluator, trace_evaluator, context),
-                    case_index,
-                    repetition,
-                    trace_evaluator.name,
-                )
-                evaluations.append(msgspec.structs.replace(evaluation, attempts=tries))
+            checks += [
+                (functools.partial(run_trace_evaluator, evaluator, context), evaluator.name)
+                for evaluator in dataset.trace_evaluators
+            ]
+        evaluations: list[EvaluationResult] = []
+        for check, name in checks:
+            position.step += 1
+            evaluation, tries = await _attempts(options.evaluator_retry, check, case_index, repetition, name)
+            evaluations.append(msgspec.structs.replace(evaluation, attempts=tries))
         result = CaseResult(
             case_index=case_index,
             case_name=case.name,

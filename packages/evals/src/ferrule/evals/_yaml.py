@@ -112,16 +112,18 @@ def _text(data: str | bytes, limits: JsonLimits) -> str:
     return data
 
 
+def _check_room(container: list[Any] | dict[str, Any], limits: JsonLimits) -> None:
+    """Refuse one more member in a collection that holds `max_items` already."""
+    if len(container) >= limits.max_items:
+        raise JsonLimitError(
+            "max_items", maximum=limits.max_items, actual=len(container) + 1, profile=limits.name
+        )
+
+
 def _add_to(frame: _Frame, value: Any, line: int, limits: JsonLimits) -> None:
     """Put `value` into the open collection: a list item, a mapping key, or the pending key's value."""
     if isinstance(frame.container, list):
-        if len(frame.container) >= limits.max_items:
-            raise JsonLimitError(
-                "max_items",
-                maximum=limits.max_items,
-                actual=len(frame.container) + 1,
-                profile=limits.name,
-            )
+        _check_room(frame.container, limits)
         frame.container.append(value)
         return
     if frame.key is None:
@@ -129,13 +131,7 @@ def _add_to(frame: _Frame, value: Any, line: int, limits: JsonLimits) -> None:
             raise YamlError(f"mapping keys must be strings, got {value!r}", line=line)
         if value in frame.container:
             raise YamlError(f"duplicate key {value!r}", line=line)
-        if len(frame.container) >= limits.max_items:
-            raise JsonLimitError(
-                "max_items",
-                maximum=limits.max_items,
-                actual=len(frame.container) + 1,
-                profile=limits.name,
-            )
+        _check_room(frame.container, limits)
         frame.key = value
     else:
         frame.container[frame.key] = value

@@ -53,7 +53,7 @@ from ferrule.core.usage import RunUsage
 
 from ._errors import StepFailed
 from ._graph import NodePaused, NodeResumeRejected
-from ._types import GraphContext, is_async_callable, pending_resumes
+from ._types import DepsT, GraphContext, StateT, ValueT, is_async_callable, pending_resumes
 
 __all__ = [
     "AgentNode",
@@ -67,9 +67,6 @@ __all__ = [
     "agent_node",
 ]
 
-StateT = TypeVar("StateT")
-DepsT = TypeVar("DepsT")
-ValueT = TypeVar("ValueT")
 AgentOutputT = TypeVar("AgentOutputT")
 
 _log = logging.getLogger("ferrule.graph")

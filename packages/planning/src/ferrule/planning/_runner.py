@@ -299,16 +299,9 @@ class Runner:
             started = time.perf_counter()
             job = Job(_check_route, self.route_role.name)
             try:
-                limits = UsageLimits(request_limit=self.model_allowance("routing the request"))
-                try:
-                    mode: Mode = await self.route_role.call(
-                        self.planner_model, self.prompt, job, limits=limits, remaining=self.remaining_time()
-                    )
-                    return mode
-                except UsageLimitExceeded as exc:
-                    raise self._budget_error(exc, "routing the request", job.error) from None
+                mode: Mode = await self._ask_planner(self.route_role, self.prompt, job, "routing the request")
+                return mode
             finally:
-                self.add_model_usage(job.usage)
                 self.seconds["planning"] += time.perf_counter() - started
         assert callable(router)
         chosen = await call_user(router, self.prompt)
@@ -334,21 +327,12 @@ class Runner:
                 event_handler=self.handler,
             )
             usage, messages = result.usage, result.new_messages()
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage, messages = run_state.usage, run_state.messages[run_state.new_message_index :]
-            if exc.limit == "tool_calls_limit":
-                raise PlanBudgetExceeded(
-                    "max_tool_calls", self.budget.max_tool_calls, what="chat mode"
-                ) from exc
-            raise PlanBudgetExceeded(
-                "max_model_calls", self.budget.max_model_calls, what="chat mode"
-            ) from exc
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage, messages = run_state.usage, run_state.messages[run_state.new_message_index :]
+            if isinstance(exc, UsageLimitExceeded):
+                raise self._exceeded(exc, "chat mode") from exc
             raise
         finally:
             self.add_model_usage(usage)
@@ -373,23 +357,11 @@ class Runner:
         started = time.perf_counter()
         try:
             if document is None:
-                limits = UsageLimits(request_limit=self.model_allowance("planning the request"))
                 job = Job(self._check_plan, self.planner.name)
-                try:
-                    compiled = cast(
-                        "CompiledPlan",
-                        await self.planner.call(
-                            self.planner_model,
-                            self.prompt,
-                            job,
-                            limits=limits,
-                            remaining=self.remaining_time(),
-                        ),
-                    )
-                except UsageLimitExceeded as exc:
-                    raise self._budget_error(exc, "planning the request", job.error) from None
-                finally:
-                    self.add_model_usage(job.usage)
+                compiled = cast(
+                    "CompiledPlan",
+                    await self._ask_planner(self.planner, self.prompt, job, "planning the request"),
+                )
             else:
                 compiled = compile_plan(document, self.catalog, max_steps=self.budget.max_steps)
         finally:
@@ -404,6 +376,29 @@ class Runner:
     def _check_plan(self, output: dict[str, Any]) -> CompiledPlan:
         decoded: PlanDocument = decode_document(output, PlanDocument, "plan document")
         return compile_plan(decoded, self.catalog, max_steps=self.budget.max_steps)
+
+    async def _ask_planner(
+        self, role: StructuredRole, prompt: str, job: Job, what: str, *, budget_what: str | None = None
+    ) -> Any:
+        """`role`'s checked answer from the planner model within the model-call budget (`what` is
+        the step named when none is left, `budget_what` when the call runs out); its usage is
+        counted even when it fails."""
+        try:
+            limits = UsageLimits(request_limit=self.model_allowance(what))
+            try:
+                return await role.call(
+                    self.planner_model, prompt, job, limits=limits, remaining=self.remaining_time()
+                )
+            except UsageLimitExceeded as exc:
+                raise self._budget_error(exc, budget_what or what, job.error) from None
+        finally:
+            self.add_model_usage(job.usage)
+
+    def _exceeded(self, exc: UsageLimitExceeded, what: str) -> PlanBudgetExceeded:
+        """The plan budget an agent run's tool-call or model-call limit stood for."""
+        if exc.limit == "tool_calls_limit":
+            return PlanBudgetExceeded("max_tool_calls", self.budget.max_tool_calls, what=what)
+        return PlanBudgetExceeded("max_model_calls", self.budget.max_model_calls, what=what)
 
     def _budget_error(self, exc: UsageLimitExceeded, what: str, last: PlanError | None) -> PlanBudgetExceeded:
         error = PlanBudgetExceeded("max_model_calls", self.budget.max_model_calls, what=what)
@@ -802,29 +797,20 @@ class Runner:
                 usage_limits=UsageLimits(request_limit=model_limit, tool_calls_limit=tool_limit),
                 timeout=self.remaining_time(),
             )
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage, messages = run_state.usage, run_state.messages
-            if exc.limit == "tool_calls_limit" and tool_limit == task.max_tool_calls:
-                await self._agent_failed(
-                    state, f"it needed more than its max_tool_calls={tool_limit} tool calls"
-                )
-            elif exc.limit == "tool_calls_limit":
-                raise PlanBudgetExceeded(
-                    "max_tool_calls", self.budget.max_tool_calls, what=f"agentic step {step.id!r}"
-                ) from exc
-            else:
-                raise PlanBudgetExceeded(
-                    "max_model_calls", self.budget.max_model_calls, what=f"agentic step {step.id!r}"
-                ) from exc
         except RunTimeoutError:
             raise
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage, messages = run_state.usage, run_state.messages
-            await self._agent_failed(state, describe_error(exc))
+            if not isinstance(exc, UsageLimitExceeded):
+                await self._agent_failed(state, describe_error(exc))
+            elif exc.limit == "tool_calls_limit" and tool_limit == task.max_tool_calls:
+                await self._agent_failed(
+                    state, f"it needed more than its max_tool_calls={tool_limit} tool calls"
+                )
+            else:
+                raise self._exceeded(exc, f"agentic step {step.id!r}") from exc
         else:
             usage, messages = result.usage, result.all_messages()
             await self._succeeded(state, result.output, "agent", None)
@@ -879,24 +865,17 @@ class Runner:
         )
         job = Job(self._check_patch, role.name)
         try:
-            limits = UsageLimits(
-                request_limit=self.model_allowance(f"replanning after step {first.step.id!r} failed")
+            compiled, replaced, added = cast(
+                "tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]",
+                await self._ask_planner(
+                    role,
+                    self._replan_prompt(plan),
+                    job,
+                    f"replanning after step {first.step.id!r} failed",
+                    budget_what="replanning",
+                ),
             )
-            try:
-                compiled, replaced, added = cast(
-                    "tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]",
-                    await role.call(
-                        self.planner_model,
-                        self._replan_prompt(plan),
-                        job,
-                        limits=limits,
-                        remaining=self.remaining_time(),
-                    ),
-                )
-            except UsageLimitExceeded as exc:
-                raise self._budget_error(exc, "replanning", job.error) from None
         finally:
-            self.add_model_usage(job.usage)
             self.seconds["planning"] += time.perf_counter() - started
         for step_id in replaced:
             self.history.append(self.states.pop(step_id).result())
@@ -1009,17 +988,14 @@ class Runner:
                 event_handler=self.handler,
             )
             usage = result.usage
-        except UsageLimitExceeded as exc:
-            run_state = run_state_of(exc)
-            if run_state is not None:
-                usage = run_state.usage
-            raise PlanBudgetExceeded(
-                "max_model_calls", self.budget.max_model_calls, what="composing the answer"
-            ) from exc
         except Exception as exc:
             run_state = run_state_of(exc)
             if run_state is not None:
                 usage = run_state.usage
+            if isinstance(exc, UsageLimitExceeded):  # only its request limit is set
+                raise PlanBudgetExceeded(
+                    "max_model_calls", self.budget.max_model_calls, what="composing the answer"
+                ) from exc
             raise
         finally:
             self.add_model_usage(usage)

@@ -14,33 +14,37 @@ from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any
 
 import anyio
+import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from ferrule.agent import AgentStreamEvent, Paused, PausedState, StreamedRunResult
+from ferrule.agent import Agent, AgentStreamEvent, Decision, Paused, PausedState, StreamedRunResult
+from ferrule.core.messages import Message
 
-from ._bridge import UIBridge
+from ._bridge import ApprovalResponse, UIBridge
 from ._errors import ClientInputError, UIError
 from ._events import CustomValue, UIEvent
-from ._limits import OnDisconnect
+from ._limits import OnDisconnect, UILimits
 from ._replay import ReplayBuffer
+from ._sanitize import split_prompt
 from ._store import PausedRunStore
 
 __all__ = [
     "CustomValues",
     "DepsFactory",
     "FollowResponse",
+    "Host",
     "LiveStream",
     "OnDisconnect",
     "RunResponse",
     "Runs",
+    "Segment",
     "client_error",
     "drive",
     "new_run_id",
     "read_body",
     "resolve_deps",
-    "respond",
     "take_paused",
 ]
 
@@ -140,7 +144,7 @@ class LiveStream:
 class Runs:
     """The conversations of one app: their live streams (bounded) and which have a run in flight."""
 
-    def __init__(self, *, max_active: int, max_streams: int, replay_events: int, replay_bytes: int) -> None:
+    def __init__(self, max_active: int, max_streams: int, replay_events: int, replay_bytes: int) -> None:
         self.max_active = max_active
         """The most runs in flight at once."""
         self.max_streams = max_streams
@@ -340,44 +344,133 @@ async def take_paused(
     return live, taken
 
 
-def respond(
-    *,
-    runs: Runs,
-    store: PausedRunStore,
-    key: str,
-    live: LiveStream,
-    bridge: UIBridge,
-    open_stream: OpenStream,
-    encode: Callable[[UIEvent], bytes],
-    headers: dict[str, str],
-    on_disconnect: OnDisconnect,
-    preamble: Sequence[UIEvent] = (),
-    custom_values: CustomValues | None = None,
-    restore: PausedState | None = None,
-) -> RunResponse:
-    """The streamed response running one segment for `key`; `restore` is put back if it never starts."""
+class Segment(msgspec.Struct, frozen=True):
+    """One run segment ready to stream for a conversation."""
 
-    async def produce() -> None:
-        try:
-            await drive(
-                bridge=bridge,
-                open_stream=open_stream,
-                encode=encode,
-                live=live,
-                store=store,
-                key=key,
-                preamble=preamble,
-                custom_values=custom_values,
-            )
-        finally:
+    live: LiveStream
+    """The conversation's stream, reserved for this segment."""
+    bridge: UIBridge
+    """The bridge that turns the run's events into UI events."""
+    open_stream: OpenStream
+    """Opens the agent's stream (a new run, or a resumed one)."""
+    preamble: Sequence[UIEvent] = ()
+    """Events sent after the start, before the agent's own (a resume's `ApprovalResolved`s)."""
+    restore: PausedState | None = None
+    """The paused run put back if the segment never starts."""
+
+
+class Host(msgspec.Struct, frozen=True, kw_only=True):
+    """What one app serves with: the agent, its paused runs and live streams, and how it streams them."""
+
+    agent: Agent[Any, Any]
+    """The agent served."""
+    store: PausedRunStore
+    """Where paused runs wait for their decisions."""
+    runs: Runs
+    """The conversations' live streams and runs in flight."""
+    deps: DepsFactory | None
+    """Builds each run's dependencies from its request."""
+    limits: UILimits
+    """The bounds on every input."""
+    encode: Callable[[UIEvent], bytes]
+    """A UI event as the protocol's record."""
+    headers: dict[str, str]
+    """The headers of a streamed response."""
+    on_disconnect: OnDisconnect
+    """What a dropped request does to its run."""
+    custom_values: CustomValues | None
+    """Application values sent after each agent event."""
+
+    async def start(
+        self, request: Request, key: str, history: list[Message], run_id: str, *, abandon_pause: bool = False
+    ) -> Segment:
+        """A new run of `history`'s last user prompt for `key`; `abandon_pause` drops an unanswered pause."""
+        prompt, earlier = split_prompt(history)
+        run_deps = await resolve_deps(self.deps, request)
+        live = self.runs.begin(key)
+        if abandon_pause:
+            await self.store.consume(key)
+        bridge = UIBridge(key, run_id, limits=self.limits)
+
+        def open_stream() -> Any:
+            return self.agent.run_stream(prompt, message_history=earlier, deps=run_deps)
+
+        return Segment(live, bridge, open_stream)
+
+    async def resume(
+        self,
+        request: Request,
+        key: str,
+        state: PausedState,
+        noun: str,
+        approval: tuple[dict[str, Decision], Sequence[ApprovalResponse]],
+        run_id: str,
+        message_id: str | None = None,
+    ) -> Segment:
+        """`key`'s paused run (which must still be `state`, as `take_paused`) resumed with `approval`'s decisions."""
+        decisions, responses = approval
+        run_deps = await resolve_deps(self.deps, request)
+        live, taken = await take_paused(self.store, self.runs, key, state, noun)
+        bridge = UIBridge(
+            key,
+            run_id,
+            message_id=message_id,
+            announced_tool_calls=[c.tool_call_id for c in taken.pending] + taken.immediate_call_ids,
+            limits=self.limits,
+        )
+
+        def open_stream() -> Any:
+            return self.agent.resume_stream(taken, decisions, deps=run_deps)
+
+        return Segment(
+            live, bridge, open_stream, UIBridge.resolved(taken.pending, decisions, responses), taken
+        )
+
+    def endpoint(
+        self, build: Callable[[Request], Awaitable[tuple[str, Segment]]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A POST endpoint: `build` reads the request into `(key, segment)`; refused input gets a 4xx."""
+
+        async def post(request: Request) -> Response:
+            try:
+                key, segment = await build(request)
+            except ClientInputError as exc:
+                return client_error(exc)
+            except ValueError as exc:  # an invalid identity
+                return client_error(ClientInputError(str(exc)))
+            return self.respond(key, segment)
+
+        return post
+
+    def respond(self, key: str, segment: Segment) -> RunResponse:
+        """The streamed response running `segment` for `key`; its `restore` is put back if it never starts."""
+        live, runs, store = segment.live, self.runs, self.store
+
+        async def produce() -> None:
+            try:
+                await drive(
+                    bridge=segment.bridge,
+                    open_stream=segment.open_stream,
+                    encode=self.encode,
+                    live=live,
+                    store=store,
+                    key=key,
+                    preamble=segment.preamble,
+                    custom_values=self.custom_values,
+                )
+            finally:
+                runs.end(key)
+
+        async def abandon() -> None:
             runs.end(key)
+            live.close()
+            if segment.restore is not None:  # the resume never ran: the run waits for its decision again
+                await store.save(key, segment.restore)
 
-    async def abandon() -> None:
-        runs.end(key)
-        live.close()
-        if restore is not None:  # the resume never ran: the run waits for its decision again
-            await store.save(key, restore)
-
-    return RunResponse(
-        headers=headers, live=live, produce=produce, abandon=abandon, on_disconnect=on_disconnect
-    )
+        return RunResponse(
+            headers=self.headers,
+            live=live,
+            produce=produce,
+            abandon=abandon,
+            on_disconnect=self.on_disconnect,
+        )

@@ -7,10 +7,9 @@ and for newline streams. `parse_run_input` and `parse_approval` read what a clie
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ferrule.core.install import install_hint
-
+from .._lazy import server_app
 from ._encode import (
     APPROVAL_REASON,
     CONTENT_TYPE,
@@ -42,20 +41,7 @@ __all__ = [
     "parse_run_input",
 ]
 
-
 if TYPE_CHECKING:
     from ._app import app
 else:
-
-    def app(agent: Any, **options: Any) -> Any:
-        """An ASGI app serving `agent` to AG-UI clients; the options are those of `_app.app`.
-
-        Raises `ImportError` naming the extra to install when Starlette is missing.
-        """
-        try:
-            from ._app import app as build
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError(
-                "ferrule.ui.ag_ui.app needs Starlette: " + install_hint("ferrule-ui[server]")
-            ) from exc
-        return build(agent, **options)
+    app = server_app("ferrule.ui.ag_ui", "AG-UI clients")

@@ -6,24 +6,20 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from ferrule.agent import Agent
 
-from .._bridge import UIBridge
 from .._errors import ClientInputError
 from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
-from .._sanitize import sanitize_messages, split_prompt
+from .._sanitize import sanitize_messages
 from .._server import (
     CustomValues,
     DepsFactory,
+    Host,
     Runs,
-    client_error,
+    Segment,
     read_body,
-    resolve_deps,
-    respond,
-    take_paused,
 )
 from .._store import InMemoryPausedRunStore, PausedRunStore
 from ._encode import CONTENT_TYPE, browser_messages, encode_sse, parse_approval, parse_run_input
@@ -58,87 +54,46 @@ def app(
     agent event; `deps(request)` builds the run's dependencies; `on_disconnect` is as for
     `ferrule.ui.vercel.app`.
     """
-    paused_runs: PausedRunStore = store if store is not None else InMemoryPausedRunStore()
-    runs = Runs(
-        max_active=max_active_runs,
-        max_streams=max_active_runs,
-        replay_events=replay_max_events,
-        replay_bytes=replay_max_bytes,
+    host = Host(
+        agent=agent,
+        store=store if store is not None else InMemoryPausedRunStore(),
+        runs=Runs(max_active_runs, max_active_runs, replay_max_events, replay_max_bytes),
+        deps=deps,
+        limits=limits,
+        encode=encode_sse,
+        headers=_HEADERS,
+        on_disconnect=on_disconnect,
+        custom_values=custom_values,
     )
 
-    async def post(request: Request) -> Response:
-        try:
-            body = await read_body(request, limits.max_body_bytes)
-            run_input = parse_run_input(body, limits=limits)
-            if run_input.tools:
+    async def build(request: Request) -> tuple[str, Segment]:
+        body = await read_body(request, limits.max_body_bytes)
+        run_input = parse_run_input(body, limits=limits)
+        if run_input.tools:
+            raise ClientInputError(
+                "frontend tools are not supported: the agent's tools are defined on the server"
+            )
+        if run_input.context:
+            raise ClientInputError("client context is not accepted: instructions come from the server")
+        if run_input.state not in (None, {}):
+            raise ClientInputError("shared state is not supported by this agent")
+        key = run_input.thread_id
+        state = await host.store.load(key)
+        if run_input.resume:
+            if state is None:
                 raise ClientInputError(
-                    "frontend tools are not supported: the agent's tools are defined on the server"
+                    f"thread {key!r} has no run waiting for approval: it was already resumed, or never paused",
+                    status=409,
                 )
-            if run_input.context:
-                raise ClientInputError("client context is not accepted: instructions come from the server")
-            if run_input.state not in (None, {}):
-                raise ClientInputError("shared state is not supported by this agent")
-            key = run_input.thread_id
-            state = await paused_runs.load(key)
-            if run_input.resume:
-                if state is None:
-                    raise ClientInputError(
-                        f"thread {key!r} has no run waiting for approval: it was already resumed, or never paused",
-                        status=409,
-                    )
-                decisions, responses = parse_approval(run_input, state.pending, limits=limits)
-                run_deps = await resolve_deps(deps, request)
-                live, taken = await take_paused(paused_runs, runs, key, state, "thread")
-                restore = taken
-                bridge = UIBridge(
-                    key,
-                    run_input.run_id,
-                    announced_tool_calls=[c.tool_call_id for c in taken.pending] + taken.immediate_call_ids,
-                    limits=limits,
-                )
-                preamble = UIBridge.resolved(taken.pending, decisions, responses)
-
-                def open_stream() -> Any:
-                    return agent.resume_stream(taken, decisions, deps=run_deps)
-
-            else:
-                if state is not None:
-                    raise ClientInputError(
-                        f"thread {key!r} waits for approval: answer every interrupt in 'resume'", status=409
-                    )
-                history = sanitize_messages(
-                    browser_messages(run_input, limits=limits),
-                    allow_assistant=allow_assistant_history,
-                    limits=limits,
-                )
-                prompt, earlier = split_prompt(history)
-                run_deps = await resolve_deps(deps, request)
-                live = runs.begin(key)
-                restore = None
-                bridge = UIBridge(key, run_input.run_id, limits=limits)
-                preamble = ()
-
-                def open_stream() -> Any:
-                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
-
-        except ClientInputError as exc:
-            return client_error(exc)
-        except ValueError as exc:  # an invalid identity
-            return client_error(ClientInputError(str(exc)))
-
-        return respond(
-            runs=runs,
-            store=paused_runs,
-            key=key,
-            live=live,
-            bridge=bridge,
-            open_stream=open_stream,
-            encode=encode_sse,
-            headers=_HEADERS,
-            on_disconnect=on_disconnect,
-            preamble=preamble,
-            custom_values=custom_values,
-            restore=restore,
+            approval = parse_approval(run_input, state.pending, limits=limits)
+            return key, await host.resume(request, key, state, "thread", approval, run_input.run_id)
+        if state is not None:
+            raise ClientInputError(
+                f"thread {key!r} waits for approval: answer every interrupt in 'resume'", status=409
+            )
+        history = sanitize_messages(
+            browser_messages(run_input, limits=limits), allow_assistant=allow_assistant_history, limits=limits
         )
+        return key, await host.start(request, key, history, run_input.run_id)
 
-    return Starlette(routes=[Route("/", post, methods=["POST"])])
+    return Starlette(routes=[Route("/", host.endpoint(build), methods=["POST"])])

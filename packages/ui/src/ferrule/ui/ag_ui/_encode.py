@@ -7,32 +7,12 @@ from typing import Any, Final, Literal, assert_never, cast
 
 import msgspec
 
+from ferrule import ui
 from ferrule.agent import Decision, DeferredCall
 from ferrule.core import bounded_json
 
 from .._bridge import ApprovalResponse, decisions_from
 from .._errors import ClientInputError
-from .._events import (
-    ApprovalRequested,
-    ApprovalResolved,
-    CustomValue,
-    FinalResult,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIEvent,
-)
 from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, UILimits
 from .._sanitize import BrowserMessage
@@ -69,7 +49,7 @@ _RESPONSE_SCHEMA: Final = {
 _encoder = msgspec.json.Encoder()
 
 
-def encode(event: UIEvent) -> list[dict[str, Any]]:
+def encode(event: ui.UIEvent) -> list[dict[str, Any]]:
     """The AG-UI events (JSON objects, camelCase, as `@ag-ui/core` defines them) for one UI event.
 
     A UI event maps to zero or more AG-UI events: a reasoning start opens both the reasoning
@@ -77,42 +57,42 @@ def encode(event: UIEvent) -> list[dict[str, Any]]:
     `FinalResult` inside `RUN_FINISHED.result`, so those two encode to nothing by themselves.
     """
     match event:
-        case RunStarted(thread_id=thread_id, run_id=run_id):
+        case ui.RunStarted(thread_id=thread_id, run_id=run_id):
             return [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}]
-        case TextStart(part_id=part_id):
+        case ui.TextStart(part_id=part_id):
             return [{"type": "TEXT_MESSAGE_START", "messageId": part_id, "role": "assistant"}]
-        case TextDelta(part_id=part_id, delta=delta):
+        case ui.TextDelta(part_id=part_id, delta=delta):
             return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": part_id, "delta": delta}]
-        case TextEnd(part_id=part_id):
+        case ui.TextEnd(part_id=part_id):
             return [{"type": "TEXT_MESSAGE_END", "messageId": part_id}]
-        case ReasoningStart(part_id=part_id):
+        case ui.ReasoningStart(part_id=part_id):
             return [
                 {"type": "REASONING_START", "messageId": part_id},
                 {"type": "REASONING_MESSAGE_START", "messageId": part_id, "role": "reasoning"},
             ]
-        case ReasoningDelta(part_id=part_id, delta=delta):
+        case ui.ReasoningDelta(part_id=part_id, delta=delta):
             return [{"type": "REASONING_MESSAGE_CONTENT", "messageId": part_id, "delta": delta}]
-        case ReasoningEnd(part_id=part_id):
+        case ui.ReasoningEnd(part_id=part_id):
             return [
                 {"type": "REASONING_MESSAGE_END", "messageId": part_id},
                 {"type": "REASONING_END", "messageId": part_id},
             ]
-        case ToolCallStart(tool_call_id=tool_call_id, tool_name=tool_name):
+        case ui.ToolCallStart(tool_call_id=tool_call_id, tool_name=tool_name):
             return [{"type": "TOOL_CALL_START", "toolCallId": tool_call_id, "toolCallName": tool_name}]
-        case ToolCallArgs(tool_call_id=tool_call_id, delta=delta):
+        case ui.ToolCallArgs(tool_call_id=tool_call_id, delta=delta):
             return [{"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta}]
-        case ToolCallEnd(tool_call_id=tool_call_id):
+        case ui.ToolCallEnd(tool_call_id=tool_call_id):
             return [{"type": "TOOL_CALL_END", "toolCallId": tool_call_id}]
-        case ToolResult(tool_call_id=tool_call_id, output=output):
+        case ui.ToolResult(tool_call_id=tool_call_id, output=output):
             return [_tool_result(tool_call_id, _as_text(output))]
-        case ToolFailed(tool_call_id=tool_call_id, error_text=error_text, denied=denied):
+        case ui.ToolFailed(tool_call_id=tool_call_id, error_text=error_text, denied=denied):
             # The event has no error field: the outcome rides in metadata (user space by AG-UI's rules).
             result = _tool_result(tool_call_id, error_text)
             result["metadata"] = {"ferrule": {"outcome": "denied" if denied else "failed"}}
             return [result]
-        case CustomValue(name=name, value=value):
+        case ui.CustomValue(name=name, value=value):
             return [{"type": "CUSTOM", "name": name, "value": msgspec.json.decode(value)}]
-        case RunFinished(thread_id=thread_id, run_id=run_id, output=output, approvals=approvals):
+        case ui.RunFinished(thread_id=thread_id, run_id=run_id, output=output, approvals=approvals):
             finished: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id}
             if approvals:
                 finished["outcome"] = {"type": "interrupt", "interrupts": [_interrupt(a) for a in approvals]}
@@ -121,20 +101,20 @@ def encode(event: UIEvent) -> list[dict[str, Any]]:
                 if output is not None:
                     finished["result"] = msgspec.json.decode(_encoder.encode(output))
             return [finished]
-        case RunError(message=message, code=code):
+        case ui.RunError(message=message, code=code):
             return [{"type": "RUN_ERROR", "message": message, "code": code}]
-        case ApprovalRequested() | ApprovalResolved() | FinalResult():
+        case ui.ApprovalRequested() | ui.ApprovalResolved() | ui.FinalResult():
             return []
         case _:
             assert_never(event)
 
 
-def encode_sse(event: UIEvent) -> bytes:
+def encode_sse(event: ui.UIEvent) -> bytes:
     """`encode(event)` as SSE records (`data: {...}\\n\\n` each), what `HttpAgent` reads."""
     return b"".join(b"data: " + _encoder.encode(e) + b"\n\n" for e in encode(event))
 
 
-def encode_jsonl(event: UIEvent) -> bytes:
+def encode_jsonl(event: ui.UIEvent) -> bytes:
     """`encode(event)` as newline-delimited JSON, one AG-UI event a line."""
     return b"".join(_encoder.encode(e) + b"\n" for e in encode(event))
 
@@ -153,7 +133,7 @@ def _as_text(output: Any) -> str:
     return output if isinstance(output, str) else _encoder.encode(output).decode()
 
 
-def _interrupt(approval: ApprovalRequested) -> dict[str, Any]:
+def _interrupt(approval: ui.ApprovalRequested) -> dict[str, Any]:
     return {
         "id": approval.approval_id,
         "reason": APPROVAL_REASON,

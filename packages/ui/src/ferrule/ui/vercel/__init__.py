@@ -7,10 +7,9 @@ response headers and `DONE` the terminal record. `parse_request` and `approvals_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ferrule.core.install import install_hint
-
+from .._lazy import server_app
 from ._encode import (
     DONE,
     HEADERS,
@@ -38,20 +37,7 @@ __all__ = [
     "parse_request",
 ]
 
-
 if TYPE_CHECKING:
     from ._app import app
 else:
-
-    def app(agent: Any, **options: Any) -> Any:
-        """An ASGI app serving `agent` to the AI SDK chat; the options are those of `_app.app`.
-
-        Raises `ImportError` naming the extra to install when Starlette is missing.
-        """
-        try:
-            from ._app import app as build
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError(
-                "ferrule.ui.vercel.app needs Starlette: " + install_hint("ferrule-ui[server]")
-            ) from exc
-        return build(agent, **options)
+    app = server_app("ferrule.ui.vercel", "the AI SDK chat")

@@ -11,22 +11,21 @@ from starlette.routing import Route
 
 from ferrule.agent import Agent
 
-from .._bridge import UIBridge, decisions_from
+from .._bridge import decisions_from
 from .._errors import ClientInputError
 from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
-from .._sanitize import sanitize_messages, split_prompt
+from .._sanitize import sanitize_messages
 from .._server import (
     CustomValues,
     DepsFactory,
     FollowResponse,
+    Host,
     Runs,
+    Segment,
     client_error,
     new_run_id,
     read_body,
-    resolve_deps,
-    respond,
-    take_paused,
 )
 from .._store import InMemoryPausedRunStore, PausedRunStore
 from ._encode import HEADERS, approvals_from, browser_messages, encode, parse_request
@@ -63,79 +62,40 @@ def app(
     event's own records (AI SDK `data-<name>` parts). `deps(request)` builds the run's dependencies. With `on_disconnect="cancel"`
     a dropped request cancels its run; `"continue"` lets it finish so a reload can replay it.
     """
-    paused_runs: PausedRunStore = store if store is not None else InMemoryPausedRunStore()
-    runs = Runs(
-        max_active=max_active_runs,
-        max_streams=max_streams,
-        replay_events=replay_max_events,
-        replay_bytes=replay_max_bytes,
+    host = Host(
+        agent=agent,
+        store=store if store is not None else InMemoryPausedRunStore(),
+        runs=Runs(max_active_runs, max_streams, replay_max_events, replay_max_bytes),
+        deps=deps,
+        limits=limits,
+        encode=encode,
+        headers=HEADERS,
+        on_disconnect=on_disconnect,
+        custom_values=custom_values,
     )
+    runs = host.runs
 
-    async def post(request: Request) -> Response:
-        try:
-            body = await read_body(request, limits.max_body_bytes)
-            chat = parse_request(body, limits=limits)
-            message_id, responses = approvals_from(chat)
-            key = chat.id
-            if responses:
-                assert message_id is not None
-                check_id("message id", message_id, limits.max_id_bytes)
-                state = await paused_runs.load(key)
-                if state is None:
-                    raise ClientInputError(
-                        f"chat {key!r} has no run waiting for approval: it was already resumed, or never paused",
-                        status=409,
-                    )
-                decisions = decisions_from(state.pending, responses, limits=limits)
-                run_deps = await resolve_deps(deps, request)
-                live, taken = await take_paused(paused_runs, runs, key, state, "chat")
-                restore = taken
-                bridge = UIBridge(
-                    key,
-                    new_run_id(),
-                    message_id=message_id,
-                    announced_tool_calls=[c.tool_call_id for c in taken.pending] + taken.immediate_call_ids,
-                    limits=limits,
+    async def build(request: Request) -> tuple[str, Segment]:
+        body = await read_body(request, limits.max_body_bytes)
+        chat = parse_request(body, limits=limits)
+        message_id, responses = approvals_from(chat)
+        key = chat.id
+        if responses:
+            assert message_id is not None
+            check_id("message id", message_id, limits.max_id_bytes)
+            state = await host.store.load(key)
+            if state is None:
+                raise ClientInputError(
+                    f"chat {key!r} has no run waiting for approval: it was already resumed, or never paused",
+                    status=409,
                 )
-                preamble = UIBridge.resolved(taken.pending, decisions, responses)
-
-                def open_stream() -> Any:
-                    return agent.resume_stream(taken, decisions, deps=run_deps)
-
-            else:
-                history = sanitize_messages(
-                    browser_messages(chat), allow_assistant=allow_assistant_history, limits=limits
-                )
-                prompt, earlier = split_prompt(history)
-                run_deps = await resolve_deps(deps, request)
-                live = runs.begin(key)
-                restore = None
-                await paused_runs.consume(key)  # a new message abandons an unanswered pause
-                bridge = UIBridge(key, new_run_id(), limits=limits)
-                preamble = ()
-
-                def open_stream() -> Any:
-                    return agent.run_stream(prompt, message_history=earlier, deps=run_deps)
-
-        except ClientInputError as exc:
-            return client_error(exc)
-        except ValueError as exc:  # an invalid identity
-            return client_error(ClientInputError(str(exc)))
-
-        return respond(
-            runs=runs,
-            store=paused_runs,
-            key=key,
-            live=live,
-            bridge=bridge,
-            open_stream=open_stream,
-            encode=encode,
-            headers=HEADERS,
-            on_disconnect=on_disconnect,
-            preamble=preamble,
-            custom_values=custom_values,
-            restore=restore,
+            approval = decisions_from(state.pending, responses, limits=limits), responses
+            return key, await host.resume(request, key, state, "chat", approval, new_run_id(), message_id)
+        history = sanitize_messages(
+            browser_messages(chat), allow_assistant=allow_assistant_history, limits=limits
         )
+        # A new message abandons an unanswered pause.
+        return key, await host.start(request, key, history, new_run_id(), abandon_pause=True)
 
     async def reconnect(request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
@@ -158,7 +118,7 @@ def app(
 
     return Starlette(
         routes=[
-            Route("/", post, methods=["POST"]),
+            Route("/", host.endpoint(build), methods=["POST"]),
             Route("/{chat_id}/stream", reconnect, methods=["GET"]),
         ]
     )

@@ -6,31 +6,11 @@ from typing import Any, Final, assert_never
 
 import msgspec
 
+from ferrule import ui
 from ferrule.core import bounded_json
 
 from .._bridge import ApprovalResponse
 from .._errors import ClientInputError
-from .._events import (
-    ApprovalRequested,
-    ApprovalResolved,
-    CustomValue,
-    FinalResult,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIEvent,
-)
 from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, UILimits
 from .._sanitize import BrowserMessage
@@ -63,28 +43,28 @@ DONE: Final = b"data: [DONE]\n\n"
 _encoder = msgspec.json.Encoder()
 
 
-def chunks(event: UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustive match over every part/event kind
+def chunks(event: ui.UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustive match over every part/event kind
     """The UI message chunks (JSON objects of the AI SDK's `uiMessageChunkSchema`) for one UI event."""
     match event:
-        case RunStarted(message_id=message_id):
+        case ui.RunStarted(message_id=message_id):
             return [{"type": "start", "messageId": message_id} if message_id else {"type": "start"}]
-        case TextStart(part_id=part_id):
+        case ui.TextStart(part_id=part_id):
             return [{"type": "text-start", "id": part_id}]
-        case TextDelta(part_id=part_id, delta=delta):
+        case ui.TextDelta(part_id=part_id, delta=delta):
             return [{"type": "text-delta", "id": part_id, "delta": delta}]
-        case TextEnd(part_id=part_id):
+        case ui.TextEnd(part_id=part_id):
             return [{"type": "text-end", "id": part_id}]
-        case ReasoningStart(part_id=part_id):
+        case ui.ReasoningStart(part_id=part_id):
             return [{"type": "reasoning-start", "id": part_id}]
-        case ReasoningDelta(part_id=part_id, delta=delta):
+        case ui.ReasoningDelta(part_id=part_id, delta=delta):
             return [{"type": "reasoning-delta", "id": part_id, "delta": delta}]
-        case ReasoningEnd(part_id=part_id):
+        case ui.ReasoningEnd(part_id=part_id):
             return [{"type": "reasoning-end", "id": part_id}]
-        case ToolCallStart(tool_call_id=tool_call_id, tool_name=tool_name):
+        case ui.ToolCallStart(tool_call_id=tool_call_id, tool_name=tool_name):
             return [{"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name}]
-        case ToolCallArgs(tool_call_id=tool_call_id, delta=delta):
+        case ui.ToolCallArgs(tool_call_id=tool_call_id, delta=delta):
             return [{"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta}]
-        case ToolCallEnd(tool_call_id=tool_call_id, tool_name=tool_name, args=args):
+        case ui.ToolCallEnd(tool_call_id=tool_call_id, tool_name=tool_name, args=args):
             return [
                 {
                     "type": "tool-input-available",
@@ -93,15 +73,15 @@ def chunks(event: UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustive m
                     "input": args,
                 }
             ]
-        case ToolResult(tool_call_id=tool_call_id, output=output):
+        case ui.ToolResult(tool_call_id=tool_call_id, output=output):
             return [{"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}]
-        case ToolFailed(tool_call_id=tool_call_id, error_text=error_text, denied=denied):
+        case ui.ToolFailed(tool_call_id=tool_call_id, error_text=error_text, denied=denied):
             if denied:
                 return [{"type": "tool-output-denied", "toolCallId": tool_call_id}]
             return [{"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error_text}]
-        case ApprovalRequested(approval_id=approval_id, tool_call_id=tool_call_id):
+        case ui.ApprovalRequested(approval_id=approval_id, tool_call_id=tool_call_id):
             return [{"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": tool_call_id}]
-        case ApprovalResolved(approval_id=approval_id, approved=approved, reason=reason):
+        case ui.ApprovalResolved(approval_id=approval_id, approved=approved, reason=reason):
             response: dict[str, Any] = {
                 "type": "tool-approval-response",
                 "approvalId": approval_id,
@@ -110,26 +90,26 @@ def chunks(event: UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustive m
             if reason:
                 response["reason"] = reason
             return [response]
-        case CustomValue(name=name, value=value, id=id):
+        case ui.CustomValue(name=name, value=value, id=id):
             data: dict[str, Any] = {"type": f"data-{name}", "data": value}
             if id is not None:
                 data["id"] = id
             return [data]
-        case RunFinished(approvals=approvals):
+        case ui.RunFinished(approvals=approvals):
             return [{"type": "finish", "finishReason": "tool-calls" if approvals else "stop"}]
-        case RunError(message=message):
+        case ui.RunError(message=message):
             return [{"type": "error", "errorText": message}]
-        case FinalResult():
+        case ui.FinalResult():
             return []  # the output was streamed as text (or as the output tool's result)
         case _:
             assert_never(event)
 
 
-def encode(event: UIEvent) -> bytes:
+def encode(event: ui.UIEvent) -> bytes:
     """The SSE records (`data: {...}\\n\\n`) for one UI event; the terminal events (`RunFinished`,
     `RunError`) end with the `data: [DONE]` record."""
     out = b"".join(b"data: " + _encoder.encode(chunk) + b"\n\n" for chunk in chunks(event))
-    if isinstance(event, RunFinished | RunError):
+    if isinstance(event, ui.RunFinished | ui.RunError):
         out += DONE
     return out
 

@@ -1,12 +1,13 @@
-"""Render the plan pictures of docs/planning.md to SVG with a real Mermaid renderer (mermaid-cli).
+"""Render the Mermaid pictures of the docs (graphs and plans) to SVG with a real renderer (mermaid-cli).
 
-    PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix tools/docs     # once: mermaid-cli, pinned
-    python tools/docs/render_plans.py                          # write docs/images/plan_*.mmd and .svg
-    python tools/docs/render_plans.py --check                  # exit 1 if a committed picture is stale
+    hatch run docs-graphs                          # npm ci in tools/docs, then render every picture
+    python tools/docs/render_mermaid.py            # render (needs `npm ci` in tools/docs first)
+    python tools/docs/render_mermaid.py --check    # exit 1 if a committed picture is out of date
 
-Each picture is a plan document of docs/examples/ drawn by `ferrule.planning.render_mermaid`:
-`docs/images/<name>.mmd` holds the Mermaid text and `docs/images/<name>.svg` the picture rendered
-from it by `@mermaid-js/mermaid-cli` (tools/docs/package.json) in Debian's Chromium
+Each picture is drawn from an example of docs/examples/: a graph by `Graph.render_mermaid` (docs/graph.md)
+or a plan document by `ferrule.planning.render_mermaid` (docs/planning.md). `docs/images/<name>.mmd`
+holds the Mermaid text and `docs/images/<name>.svg` the picture rendered from it by
+`@mermaid-js/mermaid-cli` (pinned in tools/docs/package.json) in Debian's Chromium
 (tools/docs/puppeteer-config.json). The SVG records the SHA-256 of the text it was rendered from
 (`<!-- ferrule-mermaid-sha256: ... -->`), so a test can tell a stale picture without rendering.
 """
@@ -39,6 +40,10 @@ def _example(name: str) -> ModuleType:
     return module
 
 
+def _graph_review() -> str:
+    return _example("graph_review").build_graph(None).render_mermaid(title="draft, critique, revise")
+
+
 def _household() -> str:
     from ferrule.planning import render_mermaid
 
@@ -56,7 +61,11 @@ def _weather() -> str:
     return render_mermaid(document, title="Tonight in Shenzhen")
 
 
-PICTURES: dict[str, Callable[[], str]] = {"plan_household": _household, "plan_weather": _weather}
+PICTURES: dict[str, Callable[[], str]] = {
+    "graph_review": _graph_review,
+    "plan_household": _household,
+    "plan_weather": _weather,
+}
 """Every picture: its file name and the function producing its Mermaid text."""
 
 
@@ -82,7 +91,7 @@ def render(text: str, svg: Path) -> None:
             "(it uses Debian's /usr/bin/chromium, see tools/docs/puppeteer-config.json)"
         )
     with tempfile.TemporaryDirectory() as tmp:
-        source, out = Path(tmp) / "plan.mmd", Path(tmp) / "plan.svg"
+        source, out = Path(tmp) / "picture.mmd", Path(tmp) / "picture.svg"
         source.write_text(text)
         command = [str(mmdc), "-q", "-p", str(TOOLS / "puppeteer-config.json"), "-b", "white"]
         subprocess.run([*command, "-i", str(source), "-o", str(out)], check=True, timeout=300)
@@ -91,13 +100,13 @@ def render(text: str, svg: Path) -> None:
 
 
 def stale() -> list[str]:
-    """The pictures whose committed text or SVG does not match the current plans."""
+    """The pictures whose committed text or SVG does not match the current examples."""
     problems: list[str] = []
     for name, produce in PICTURES.items():
         text = produce()
         mmd, svg = IMAGES / f"{name}.mmd", IMAGES / f"{name}.svg"
         if not mmd.exists() or mmd.read_text() != text:
-            problems.append(f"docs/images/{mmd.name} differs from render_mermaid() of the example's plan")
+            problems.append(f"docs/images/{mmd.name} differs from render_mermaid() of its example")
         if not svg.exists() or recorded_digest(svg.read_text()) != digest(text):
             problems.append(f"docs/images/{svg.name} was not rendered from the current Mermaid text")
     return problems
@@ -105,7 +114,7 @@ def stale() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Render (or with `--check`, verify) every picture; returns the exit status."""
-    parser = argparse.ArgumentParser(description="Render the plan pictures of the docs with mermaid-cli.")
+    parser = argparse.ArgumentParser(description="Render the docs' Mermaid pictures with mermaid-cli.")
     parser.add_argument("--check", action="store_true", help="only check that the pictures are up to date")
     args = parser.parse_args(argv)
     if args.check:
@@ -113,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(problem, file=sys.stderr)
         if problems:
-            print("run `python tools/docs/render_plans.py` and commit docs/images/", file=sys.stderr)
+            print("run `hatch run docs-graphs` and commit docs/images/", file=sys.stderr)
         return 1 if problems else 0
     IMAGES.mkdir(parents=True, exist_ok=True)
     for name, produce in PICTURES.items():
