@@ -144,10 +144,12 @@ def test_turns_that_depend_on_their_neighbours_are_encoded_in_full() -> None:
 
 def test_system_parts_betas_and_answered_server_calls_come_from_the_cache() -> None:
     messages = history(3)
+    request = messages[2]
+    assert isinstance(request, ModelRequest)
     messages[2] = ModelRequest(
         parts=[
             SystemPromptPart(content="Later system part."),
-            *messages[2].parts,
+            *request.parts,
             UserPromptPart(
                 content=[
                     UploadedFile(file_id="file_1", provider_name="anthropic", media_type="application/pdf")
@@ -176,8 +178,9 @@ def test_system_parts_betas_and_answered_server_calls_come_from_the_cache() -> N
         )
     )
     cache = WireCache()
-    for end in range(1, len(messages) + 1):
-        wire = assert_same(ModelCall(messages=messages[:end]), cache)
+    for end in range(1, len(messages)):
+        assert_same(ModelCall(messages=messages[:end]), cache)
+    wire = assert_same(ModelCall(messages=messages), cache)
     assert reused(ModelCall(messages=messages))
     assert codec.BETA_FILES_API in wire.betas
     assert json.loads(wire.body)["system"] == "You are terse.\n\nLater system part."

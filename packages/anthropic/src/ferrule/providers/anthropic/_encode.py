@@ -11,6 +11,7 @@ sent for a reason docs/core.md gives ("What each provider is sent").
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Any, Final, assert_never, cast
 
 import msgspec
@@ -521,7 +522,7 @@ class _Encoder:
             return False
         turns = _TURNS_DECODER.decode(b"[" + joined + b"]")
         sent = [t for t in turns if t.role]
-        if any([a.role == b.role for a, b in zip(sent, sent[1:])]):
+        if any([a.role == b.role for a, b in pairwise(sent)]):
             return False
         extras = [t.extra for t in turns if t.extra is not None]
         if (

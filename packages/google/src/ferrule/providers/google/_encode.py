@@ -11,6 +11,7 @@ exhaustively: each is encoded, refused, or not sent for a reason docs/core.md gi
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any, Final, Literal, assert_never
 
 import msgspec
@@ -229,13 +230,22 @@ class _Encoder:
         caller encodes the history in full.
         """
         unit = _Encoder(self.call, self.options)
+        options = self.options
+        # Everything a message's turn depends on besides the message (the traits hold a dict).
+        view = (
+            options.model_name,
+            options.provider_name,
+            options.file_urls,
+            options.uploaded_file_provider,
+            self.traits.replays_function_signatures,
+        )
         try:
-            joined = cache.encode(self.call.messages, self.options, unit.turn_fragment)
+            joined = cache.encode(self.call.messages, view, unit.turn_fragment)
         except Exception:
             return False
         turns = _TURNS_DECODER.decode(b"[" + joined + b"]")
         sent = [t for t in turns if t.role]
-        if not sent or any([a.role == b.role for a, b in zip(sent, sent[1:])]):
+        if not sent or any([a.role == b.role for a, b in pairwise(sent)]):
             return False
         self.system = [{"text": text} for t in turns if t.system for text in t.system]
         self.encoded_contents = msgspec.Raw(b"[" + b",".join([t.turn for t in sent]) + b"]")
