@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import replay
@@ -170,3 +172,45 @@ def test_a_model_keeps_one_cache_across_its_requests() -> None:
         plain.wire_cache = None
         assert model.codec().encode(call) == plain.encode(call)
     assert len(model.wire_cache) == len(messages)
+
+
+REQUEST_PARTS: list[Any] = [
+    SystemPromptPart(content="sys"),
+    SystemPromptPart(content=""),
+    UserPromptPart(content="step text"),
+    UserPromptPart(content=[]),
+    ToolReturnPart(tool_name="add", content={"sum": 3}, tool_call_id="t1"),
+]
+RESPONSE_PARTS: list[Any] = [
+    TextPart(content="step answer"),
+    ThinkingPart(content="hm", signature="sig", provider_name="google-gla"),
+    ToolCallPart(tool_name="add", args={"a": 1}, tool_call_id="t1"),
+]
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> list[Message]:
+    out: list[Message] = []
+    for _ in range(draw(st.integers(1, 16))):
+        if draw(st.booleans()):
+            out.append(ModelRequest(parts=draw(st.lists(st.sampled_from(REQUEST_PARTS), max_size=3))))
+        else:
+            parts = draw(st.lists(st.sampled_from(RESPONSE_PARTS), max_size=3))
+            out.append(ModelResponse(parts=parts, model_name=MODEL, provider_name="google-gla"))
+    return out
+
+
+def outcome(call: ModelCall, cache: WireCache | None) -> bytes | str:
+    try:
+        return GoogleCodec(model_name=MODEL, wire_cache=cache).encode(call).body
+    except UserError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(messages())
+def test_random_histories_grown_step_by_step_are_byte_identical(history: list[Message]) -> None:
+    cache = WireCache()
+    for end in range(1, len(history) + 1):
+        call = ModelCall(instructions="Be brief.", messages=history[:end])
+        assert outcome(call, cache) == outcome(call, None)
