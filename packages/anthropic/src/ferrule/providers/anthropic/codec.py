@@ -96,9 +96,8 @@ def encode_request(
     `profile` defaults to the model family's
     [`anthropic_profile`][ferrule.providers.anthropic.profiles.anthropic_profile]. With
     `wire_cache`, history messages already encoded are reused from it (the body is the same bytes).
-    Raises
-    `UserError` for anything the API would reject that is visible before sending (the profile check
-    of the call itself is the model's job: see `Model.check`).
+    Raises `UserError` for anything the API would reject that is visible before sending (the profile
+    check of the call itself is the model's job: see `Model.check`).
     """
     return _encode_request(
         call,
