@@ -11,11 +11,12 @@ sent for a reason docs/core.md gives ("What each provider is sent").
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Any, Final, assert_never, cast
 
 import msgspec
 
-from ferrule.core.codec import WireRequest
+from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import UnsupportedContentError, UserError
 from ferrule.core.messages import (
@@ -26,6 +27,7 @@ from ferrule.core.messages import (
     DocumentUrl,
     FilePart,
     ImageUrl,
+    Message,
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
@@ -160,12 +162,15 @@ def encode_request(
     model_name: str,
     profile: AnthropicProfile,
     stream: bool = False,
+    wire_cache: WireCache | None = None,
 ) -> EncodedRequest:
     """Encode `call` for `model_name` as a Messages API request body.
 
+    With `wire_cache`, each history message's turn is reused from the cache (the same bytes once
+    encoded, less work on a long history) wherever the body is provably the uncached one.
     Raises `UserError` for anything the API would reject that is visible before sending.
     """
-    encoder = _Encoder(call, model_name, profile)
+    encoder = _Encoder(call, model_name, profile, wire_cache)
     body = encoder.build(stream)
     betas = frozenset(encoder.betas)
     return EncodedRequest(
@@ -176,13 +181,58 @@ def encode_request(
     )
 
 
+class _Extra(msgspec.Struct, array_like=True, gc=False):
+    """What a message adds to a request besides its turn, when it adds anything."""
+
+    alone: bool
+    """Its turn does not depend on other messages (no cache point marks an earlier message's block)."""
+    marks: int
+    """Cache breakpoints in its turn."""
+    compaction: bool
+    """It replays a compaction block."""
+    system: list[str]
+    """Its system prompt parts."""
+    betas: list[str]
+    """The beta features it needs."""
+    unanswered: bool
+    """It has a server-tool or MCP call whose result it does not hold (the uncached encoder may drop it)."""
+
+
+class _Turn(msgspec.Struct, array_like=True, gc=False, omit_defaults=True):
+    """One history message encoded on its own (a `WireCache` fragment); not tracked by the GC, since
+    ten thousand of them are decoded on every request of a long history."""
+
+    role: str
+    """The role of its turn; `""`: it sends no content block."""
+    turn: msgspec.Raw
+    """Its turn's JSON, as the uncached encoder writes it when the turn stands alone."""
+    extra: _Extra | None = None
+    """Anything else it adds; `None` for a plain turn."""
+
+
+_TURN_ENCODER: Final = msgspec.json.Encoder()
+_TURNS_DECODER: Final = msgspec.json.Decoder(list[_Turn])
+
+
 class _Encoder:
-    def __init__(self, call: ModelCall, model_name: str, profile: AnthropicProfile) -> None:
+    def __init__(
+        self,
+        call: ModelCall,
+        model_name: str,
+        profile: AnthropicProfile,
+        wire_cache: WireCache | None = None,
+    ) -> None:
         self.call = call
         self.model_name = model_name
         self.profile = profile
+        self.wire_cache = wire_cache
         self.betas: set[str] = set()
         self.messages: list[dict[str, Any]] = []
+        self.encoded_messages: msgspec.Raw | None = None
+        # Set while one message is encoded on its own (a cache fragment): a cache point that would
+        # mark an earlier message's block is noted, not applied.
+        self.isolated = False
+        self.reaches_back = False
         self.system: list[str] = []
         self.cache_marked: list[dict[str, Any]] = []
         self.tool_names = {t.name for t in call.all_tools}
@@ -198,7 +248,8 @@ class _Encoder:
         budget, effort, adaptive = self._thinking()
         max_tokens = self._max_tokens(budget)
 
-        body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens, "messages": self.messages}
+        messages = self.messages if self.encoded_messages is None else self.encoded_messages
+        body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens, "messages": messages}
         system = "\n\n".join(text for text in self.system if text)
         if system:
             body["system"] = system
@@ -432,25 +483,89 @@ class _Encoder:
     # -- messages ---------------------------------------------------------------------------------
 
     def _encode_messages(self) -> None:
-        for message in self.call.messages:
-            if isinstance(message, ModelRequest):
-                self._request(message)
-            else:
-                self._response(message)
+        cache = self.wire_cache
+        if cache is None or not self._reuse_turns(cache):
+            for message in self.call.messages:
+                self._message(message)
+            _drop_unpaired_native_calls(self.messages)
+            self.messages = _merge_roles(self.messages)
+            for message in self.messages:
+                _results_first(message)
+            # The API takes at most four breakpoints; the latest ones cache the longest prefix.
+            for block in self.cache_marked[:-MAX_CACHE_POINTS]:
+                block.pop("cache_control", None)
         if self.call.instructions:
             self.system.append(self.call.instructions)
-        _drop_unpaired_native_calls(self.messages)
-        self.messages = _merge_roles(self.messages)
-        for message in self.messages:
-            if message["role"] == "user":
-                # tool_result blocks must open the user turn that answers the tool calls.
-                content: list[dict[str, Any]] = message["content"]
-                results = [b for b in content if b["type"] == "tool_result"]
-                if results and len(results) != len(content):
-                    message["content"] = results + [b for b in content if b["type"] != "tool_result"]
-        # The API takes at most four breakpoints; the latest ones cache the longest prefix.
-        for block in self.cache_marked[:-MAX_CACHE_POINTS]:
-            block.pop("cache_control", None)
+
+    def _message(self, message: Message) -> None:
+        if isinstance(message, ModelRequest):
+            self._request(message)
+        else:
+            self._response(message)
+
+    def _reuse_turns(self, cache: WireCache) -> bool:
+        """Encode the history from `cache`'s turns; `False` (nothing set) where the body could differ.
+
+        Each message is cached as its own turn. Joined, those are the uncached `messages` exactly when
+        no turn depends on another: roles alternate (nothing is merged), no cache point reaches into
+        an earlier message, at most `MAX_CACHE_POINTS` breakpoints (none is dropped) and every
+        server-tool call has its result (none is dropped). Otherwise, and on any error (the uncached
+        encoder raises its own), the caller encodes the history in full.
+        """
+        unit = _Encoder(self.call, self.model_name, self.profile)
+        unit.isolated = True
+        profile = self.profile
+        tools = frozenset(self.tool_names) if profile.model.native_deferred_tools else None
+        try:
+            joined = cache.encode(self.call.messages, (self.model_name, profile, tools), unit.turn_fragment)
+        except Exception:
+            return False
+        turns = _TURNS_DECODER.decode(b"[" + joined + b"]")
+        sent = [t for t in turns if t.role]
+        if any([a.role == b.role for a, b in pairwise(sent)]):
+            return False
+        extras = [t.extra for t in turns if t.extra is not None]
+        if (
+            not all([e.alone and not e.unanswered for e in extras])
+            or sum([e.marks for e in extras]) > MAX_CACHE_POINTS
+        ):
+            return False
+        self.system = [text for e in extras for text in e.system]
+        self.betas.update(*[e.betas for e in extras])
+        self.replayed_compaction = any([e.compaction for e in extras])
+        self.encoded_messages = msgspec.Raw(b"[" + b",".join([t.turn for t in sent]) + b"]")
+        return True
+
+    def turn_fragment(self, message: Message) -> bytes:
+        """`message` encoded on its own, as a `_Turn` (this encoder is `isolated`)."""
+        self.messages, self.system, self.betas, self.cache_marked = [], [], set(), []
+        self.replayed_compaction = self.reaches_back = False
+        self._message(message)
+        alone = not self.reaches_back
+        role, unanswered, turn = "", False, b"null"
+        if self.messages:
+            (encoded,) = self.messages
+            _results_first(encoded)
+            role = encoded["role"]
+            blocks: list[dict[str, Any]] = encoded["content"]
+            calls = [b.get("id") for b in blocks if b["type"] in _NATIVE_CALL_BLOCKS]
+            if calls:
+                # A call answered in another message is left to the uncached encoder too.
+                answered = [b.get("tool_use_id") for b in blocks if "tool_use_id" in b]
+                unanswered = any(c not in answered for c in calls)
+            turn = _TURN_ENCODER.encode(encoded)
+        marks = len(self.cache_marked)
+        extra = None
+        if not alone or marks or unanswered or self.replayed_compaction or self.system or self.betas:
+            extra = _Extra(
+                alone=alone,
+                marks=marks,
+                compaction=self.replayed_compaction,
+                system=self.system,
+                betas=sorted(self.betas),
+                unanswered=unanswered,
+            )
+        return _TURN_ENCODER.encode(_Turn(role=role, turn=msgspec.Raw(turn), extra=extra))
 
     def _append(self, role: str, blocks: list[dict[str, Any]]) -> None:
         if not blocks:
@@ -468,6 +583,10 @@ class _Encoder:
             block["cache_control"] = {"type": "ephemeral", "ttl": point.ttl}
             self.cache_marked = [b for b in self.cache_marked if b is not block]
             self.cache_marked.append(block)
+            return
+        if self.isolated:
+            # Alone, a message has no earlier block to mark: the whole history is encoded instead.
+            self.reaches_back = True
             return
         raise UserError("a CachePoint must follow some content it can mark as the end of the cached prefix")
 
@@ -805,6 +924,15 @@ def _tool_search_names(content: Any) -> Iterable[str]:
             name = entry.get("tool_name", entry.get("name"))
             if isinstance(name, str):
                 yield name
+
+
+def _results_first(message: dict[str, Any]) -> None:
+    """tool_result blocks must open the user turn that answers the tool calls."""
+    if message["role"] == "user":
+        content: list[dict[str, Any]] = message["content"]
+        results = [b for b in content if b["type"] == "tool_result"]
+        if results and len(results) != len(content):
+            message["content"] = results + [b for b in content if b["type"] != "tool_result"]
 
 
 def _merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -74,7 +74,10 @@ class AnthropicModel(CodecModel[AnthropicProvider]):
     def codec(self) -> AnthropicCodec:
         """The codec of this model's requests (its family profile)."""
         return AnthropicCodec(
-            model_name=self._model_name, profile=self._family, provider_url=self._provider.base_url
+            model_name=self._model_name,
+            profile=self._family,
+            provider_url=self._provider.base_url,
+            wire_cache=self.wire_cache,
         )
 
     def encode(self, call: ModelCall, *, stream: bool) -> EncodedRequest:

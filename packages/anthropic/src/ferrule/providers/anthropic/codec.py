@@ -19,6 +19,7 @@ subclass (`overloaded_error` → `ServerError`, `rate_limit_error` → `RateLimi
 
 from __future__ import annotations
 
+from ferrule.core.codec import WireCache
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ModelCall
@@ -88,16 +89,22 @@ def encode_request(
     model_name: str,
     profile: AnthropicProfile | None = None,
     stream: bool = False,
+    wire_cache: WireCache | None = None,
 ) -> EncodedRequest:
     """Encode `call` as a Messages API request for `model_name`.
 
     `profile` defaults to the model family's
-    [`anthropic_profile`][ferrule.providers.anthropic.profiles.anthropic_profile]. Raises
-    `UserError` for anything the API would reject that is visible before sending (the profile check
-    of the call itself is the model's job: see `Model.check`).
+    [`anthropic_profile`][ferrule.providers.anthropic.profiles.anthropic_profile]. With
+    `wire_cache`, history messages already encoded are reused from it (the body is the same bytes).
+    Raises `UserError` for anything the API would reject that is visible before sending (the profile
+    check of the call itself is the model's job: see `Model.check`).
     """
     return _encode_request(
-        call, model_name=model_name, profile=profile or anthropic_profile(model_name), stream=stream
+        call,
+        model_name=model_name,
+        profile=profile or anthropic_profile(model_name),
+        stream=stream,
+        wire_cache=wire_cache,
     )
 
 
@@ -109,7 +116,7 @@ class AnthropicCodec:
     `headers` carry the `anthropic-beta` features the request needs.
     """
 
-    __slots__ = ("model_name", "profile", "provider_url")
+    __slots__ = ("model_name", "profile", "provider_url", "wire_cache")
 
     def __init__(
         self,
@@ -117,6 +124,7 @@ class AnthropicCodec:
         model_name: str | None = None,
         profile: AnthropicProfile | None = None,
         provider_url: str | None = None,
+        wire_cache: WireCache | None = None,
     ) -> None:
         self.model_name = model_name
         """The model requests are for; `None` only for decoding."""
@@ -124,12 +132,16 @@ class AnthropicCodec:
         """The family profile requests are encoded with; `None` looks it up from `model_name`."""
         self.provider_url = provider_url
         """The API root, recorded on decoded responses."""
+        self.wire_cache = wire_cache
+        """Where encoded history messages are kept for later requests (the model's); `None`: none."""
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> EncodedRequest:
         """The request for `call` (see [`encode_request`][ferrule.providers.anthropic.codec.encode_request])."""
         if self.model_name is None:
             raise UserError("AnthropicCodec needs a model_name to encode a request")
-        return encode_request(call, model_name=self.model_name, profile=self.profile, stream=stream)
+        return encode_request(
+            call, model_name=self.model_name, profile=self.profile, stream=stream, wire_cache=self.wire_cache
+        )
 
     def decode(self, body: bytes) -> ModelResponse:
         """Decode a buffered response body."""

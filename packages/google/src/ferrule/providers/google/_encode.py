@@ -11,10 +11,12 @@ exhaustively: each is encoded, refused, or not sent for a reason docs/core.md gi
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
+from ferrule.core.codec import WireCache
 from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import UnsupportedContentError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
@@ -25,6 +27,7 @@ from ferrule.core.messages import (
     DocumentUrl,
     FilePart,
     ImageUrl,
+    Message,
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
@@ -125,9 +128,13 @@ class EncodeOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The provider whose `UploadedFile`s this endpoint reads (`None`: none)."""
 
 
-def encode_request(call: ModelCall, options: EncodeOptions) -> bytes:
-    """The JSON body of a `generateContent` / `streamGenerateContent` request for `call`."""
-    return msgspec.json.encode(build_request(call, options))
+def encode_request(call: ModelCall, options: EncodeOptions, wire_cache: WireCache | None = None) -> bytes:
+    """The JSON body of a `generateContent` / `streamGenerateContent` request for `call`.
+
+    With `wire_cache`, each history message's turn is reused from the cache (the same bytes once
+    encoded, less work on a long history) wherever the body is provably the uncached one.
+    """
+    return msgspec.json.encode(_Encoder(call, options, wire_cache).build())
 
 
 def build_request(call: ModelCall, options: EncodeOptions) -> dict[str, Any]:
@@ -135,10 +142,28 @@ def build_request(call: ModelCall, options: EncodeOptions) -> dict[str, Any]:
     return _Encoder(call, options).build()
 
 
+class _Turn(msgspec.Struct, array_like=True, gc=False, omit_defaults=True):
+    """One history message encoded on its own (a `WireCache` fragment); not tracked by the GC, since
+    ten thousand of them are decoded on every request of a long history."""
+
+    role: str
+    """The role of its turn; `""`: it sends no part."""
+    turn: msgspec.Raw
+    """Its turn's JSON, as the uncached encoder writes it when no neighbour shares its role."""
+    system: list[str] | None = None
+    """The texts of its system prompt parts."""
+
+
+_TURN_ENCODER: Final = msgspec.json.Encoder()
+_TURNS_DECODER: Final = msgspec.json.Decoder(list[_Turn])
+
+
 class _Encoder:
-    def __init__(self, call: ModelCall, options: EncodeOptions) -> None:
+    def __init__(self, call: ModelCall, options: EncodeOptions, wire_cache: WireCache | None = None) -> None:
         self.call = call
         self.options = options
+        self.wire_cache = wire_cache
+        self.encoded_contents: msgspec.Raw | None = None
         self.traits = options.traits or traits_for(options.model_name)
         self.dialect: SchemaDialect = options.schema_dialect or self.traits.schema_dialect
         self.system: list[dict[str, Any]] = []
@@ -150,16 +175,16 @@ class _Encoder:
         )
 
     def build(self) -> dict[str, Any]:
-        for message in self.call.messages:
-            if isinstance(message, ModelRequest):
-                self._request(message)
-            else:
-                self._response(message)
+        cache = self.wire_cache
+        if cache is None or not self._reuse_turns(cache):
+            for message in self.call.messages:
+                self._message(message)
+            if not self.contents:
+                raise UserError("a Gemini request needs at least one message with content to answer")
         if self.call.instructions:
             self.system.append({"text": self.call.instructions})
-        if not self.contents:
-            raise UserError("a Gemini request needs at least one message with content to answer")
-        body: dict[str, Any] = {"contents": self.contents}
+        contents = self.contents if self.encoded_contents is None else self.encoded_contents
+        body: dict[str, Any] = {"contents": contents}
         if self.system:
             body["systemInstruction"] = {"role": "user", "parts": self.system}
         tools, has_functions = self._tools()
@@ -189,6 +214,54 @@ class _Encoder:
         return body
 
     # -- history ----------------------------------------------------------------------------------
+
+    def _message(self, message: Message) -> None:
+        if isinstance(message, ModelRequest):
+            self._request(message)
+        else:
+            self._response(message)
+
+    def _reuse_turns(self, cache: WireCache) -> bool:
+        """Encode the history from `cache`'s turns; `False` (nothing set) where the body could differ.
+
+        Each message is cached as its own turn. Joined, those are the uncached `contents` exactly
+        when no two turns in a row share a role (the uncached encoder merges those); otherwise, for
+        a history with no content, and on any error (the uncached encoder raises its own), the
+        caller encodes the history in full.
+        """
+        unit = _Encoder(self.call, self.options)
+        options = self.options
+        # Everything a message's turn depends on besides the message (the traits hold a dict).
+        view = (
+            options.model_name,
+            options.provider_name,
+            options.file_urls,
+            options.uploaded_file_provider,
+            self.traits.replays_function_signatures,
+        )
+        try:
+            joined = cache.encode(self.call.messages, view, unit.turn_fragment)
+        except Exception:
+            return False
+        turns = _TURNS_DECODER.decode(b"[" + joined + b"]")
+        sent = [t for t in turns if t.role]
+        if not sent or any([a.role == b.role for a, b in pairwise(sent)]):
+            return False
+        self.system = [{"text": text} for t in turns if t.system for text in t.system]
+        self.encoded_contents = msgspec.Raw(b"[" + b",".join([t.turn for t in sent]) + b"]")
+        return True
+
+    def turn_fragment(self, message: Message) -> bytes:
+        """`message` encoded on its own, as a `_Turn`."""
+        self.contents, self.system = [], []
+        self._message(message)
+        role, turn = "", b"null"
+        if self.contents:
+            (encoded,) = self.contents
+            role = encoded["role"]
+            turn = _TURN_ENCODER.encode(encoded)
+        system = [p["text"] for p in self.system] or None
+        return _TURN_ENCODER.encode(_Turn(role=role, turn=msgspec.Raw(turn), system=system))
 
     def _append(self, role: str, parts: list[dict[str, Any]]) -> None:
         if not parts:

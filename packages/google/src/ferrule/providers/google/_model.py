@@ -72,7 +72,9 @@ class GoogleModel(CodecModel[GoogleProviderBase]):
 
     def codec(self) -> GoogleCodec:
         """The codec of this model's requests (its traits and its provider's capabilities)."""
-        return GoogleCodec(options=self.encode_options(), provider_url=self._provider.base_url)
+        return GoogleCodec(
+            options=self.encode_options(), provider_url=self._provider.base_url, wire_cache=self.wire_cache
+        )
 
     def build_request(self, call: ModelCall) -> dict[str, Any]:
         """The request body `call` is sent as (for inspection and tests; no I/O)."""

@@ -19,7 +19,7 @@ prompt or a filtered answer raises [`ContentFilterError`][ferrule.core.errors.Co
 
 from __future__ import annotations
 
-from ferrule.core.codec import WireRequest
+from ferrule.core.codec import WireCache, WireRequest
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ModelCall
@@ -67,7 +67,7 @@ class GoogleCodec:
     The same body serves `:generateContent` and `:streamGenerateContent?alt=sse`.
     """
 
-    __slots__ = ("model_name", "options", "provider_name", "provider_url")
+    __slots__ = ("model_name", "options", "provider_name", "provider_url", "wire_cache")
 
     def __init__(
         self,
@@ -76,6 +76,7 @@ class GoogleCodec:
         provider_name: str | None = None,
         provider_url: str | None = None,
         options: EncodeOptions | None = None,
+        wire_cache: WireCache | None = None,
     ) -> None:
         if options is not None:
             if model_name not in (None, options.model_name) or provider_name not in (
@@ -94,6 +95,8 @@ class GoogleCodec:
         """The provider (`"google-gla"` or `"google-vertex"`), recorded on decoded responses."""
         self.provider_url = provider_url
         """The API root, recorded on decoded responses."""
+        self.wire_cache = wire_cache
+        """Where encoded history messages are kept for later requests (the model's); `None`: none."""
 
     def encode(self, call: ModelCall, *, stream: bool = False) -> WireRequest:
         """The request body for `call` (identical for a buffered and a streamed request)."""
@@ -103,7 +106,7 @@ class GoogleCodec:
             if self.model_name is None:
                 raise UserError("GoogleCodec needs a model_name or options to encode a request")
             options = EncodeOptions(model_name=self.model_name, provider_name=self.provider_name)
-        return WireRequest(body=encode_request(call, options))
+        return WireRequest(body=encode_request(call, options, self.wire_cache))
 
     def decode(self, body: bytes) -> ModelResponse:
         """Decode a buffered response body."""
