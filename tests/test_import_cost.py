@@ -108,3 +108,22 @@ def test_a_run_on_asyncio_works_without_asyncio_imported_up_front() -> None:
         "print(Agent(TestModel()).run_sync('hi').output, file=sys.stderr)"
     )
     assert loaded_by(statement, ("asyncio",)) == ["asyncio"]
+
+
+_CHAT_CODEC = ("ferrule.providers.openai.chat_codec", "ferrule.providers.openai.strict_schema")
+
+
+def test_the_chat_codec_loads_with_the_first_request_body_not_with_the_model() -> None:
+    built = (
+        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+        "model = OpenAIChatModel('gpt-4.1-mini', provider=OpenAIProvider(api_key='sk-test'))\n"
+    )
+    assert loaded_by(built, _CHAT_CODEC) == []
+    # The check that the lazy import is real: the first body encoded brings the codec in.
+    encoded = built + (
+        "from ferrule.core.messages import ModelRequest, UserPromptPart\n"
+        "from ferrule.core.model import ModelCall\n"
+        "call = ModelCall(messages=[ModelRequest(parts=[UserPromptPart(content='hi')])])\n"
+        "assert b'\"hi\"' in model.encode(call)\n"
+    )
+    assert loaded_by(encoded, _CHAT_CODEC) == list(_CHAT_CODEC)
