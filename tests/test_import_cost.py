@@ -127,3 +127,28 @@ def test_the_chat_codec_loads_with_the_first_request_body_not_with_the_model() -
         "assert b'\"hi\"' in model.encode(call)\n"
     )
     assert loaded_by(encoded, _CHAT_CODEC) == list(_CHAT_CODEC)
+
+
+# Loaded on first use as well: the context budget (with its errors, re-exported by
+# `ferrule.agent.exceptions`), the JSONL observer and the docstring parser (its patterns).
+_ON_USE = ("ferrule.agent.context_budget", "ferrule.agent._observe", "ferrule.agent._docstring")
+
+
+def test_the_budget_observer_and_docstring_parser_load_on_first_use() -> None:
+    imported = "from ferrule.agent import Agent\nimport ferrule.agent.exceptions\nAgent"
+    assert loaded_by(imported, _ON_USE) == []
+    names = (
+        imported + "\nimport ferrule.agent\n"
+        "ferrule.agent.ContextBudget, ferrule.agent.JsonlObserver\n"
+        "from ferrule.agent.exceptions import ContextBudgetExceeded\n"
+        "assert issubclass(ContextBudgetExceeded, ferrule.agent.exceptions.AgentRunError)\n"
+    )
+    assert loaded_by(names, _ON_USE) == list(_ON_USE[:2])
+    tool = imported + (
+        "\nfrom ferrule.agent import Tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add.\n\n    Args:\n        a: the first.\n        b: the second.\n    '''\n"
+        "    return a + b\n"
+        "assert Tool(add).description == 'Add.'\n"
+    )
+    assert loaded_by(tool, _ON_USE) == [_ON_USE[2]]
