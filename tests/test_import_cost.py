@@ -152,3 +152,28 @@ def test_the_budget_observer_and_docstring_parser_load_on_first_use() -> None:
         "assert Tool(add).description == 'Add.'\n"
     )
     assert loaded_by(tool, _ON_USE) == [_ON_USE[2]]
+
+
+# Standard-library modules loaded where they are used: hashlib and hmac (OpenSSL's digests, for
+# signed paused states, tool fingerprints and generated IDs), mimetypes (a URL's guessed media
+# type), json (the prompted-output instructions) and base64 (binary content, Basic credentials).
+_STDLIB_ON_USE = ("hashlib", "hmac", "mimetypes", "json", "base64")
+
+
+def test_agent_and_openai_model_do_not_import_digests_mimetypes_or_json() -> None:
+    statement = (
+        "from ferrule.agent import Agent\n"
+        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+        "Agent, OpenAIChatModel, OpenAIProvider"
+    )
+    assert loaded_by(statement, _STDLIB_ON_USE) == []
+    # The check that each lazy import is real: the first use brings its module in.
+    used = statement + (
+        "\nfrom ferrule.core.messages import ImageUrl\n"
+        "assert ImageUrl(url='https://example.com/a.png').resolved_media_type == 'image/png'\n"
+        "from ferrule.providers.openai._common import StableIds\n"
+        "assert StableIds('seed').next() != StableIds('other').next()\n"
+        "from ferrule.core.messages import BinaryContent\n"
+        "assert BinaryContent(data=b'hi', media_type='text/plain').base64 == 'aGk='\n"
+    )
+    assert loaded_by(used, _STDLIB_ON_USE) == ["hashlib", "mimetypes", "base64"]
