@@ -50,13 +50,15 @@ _LAZY = (
 )
 
 
+_AGENT_AND_CHAT_MODEL = (
+    "from ferrule.agent import Agent\n"
+    "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+    "Agent, OpenAIChatModel, OpenAIProvider"
+)
+
+
 def test_agent_and_openai_model_do_not_import_what_a_run_may_never_need() -> None:
-    statement = (
-        "from ferrule.agent import Agent\n"
-        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
-        "Agent, OpenAIChatModel, OpenAIProvider"
-    )
-    assert loaded_by(statement, _LAZY) == []
+    assert loaded_by(_AGENT_AND_CHAT_MODEL, _LAZY) == []
 
 
 def test_the_lazy_public_names_still_resolve() -> None:
@@ -142,6 +144,7 @@ def test_the_budget_observer_and_docstring_parser_load_on_first_use() -> None:
         "ferrule.agent.ContextBudget, ferrule.agent.JsonlObserver\n"
         "from ferrule.agent.exceptions import ContextBudgetExceeded\n"
         "assert issubclass(ContextBudgetExceeded, ferrule.agent.exceptions.AgentRunError)\n"
+        "assert all(getattr(ferrule.agent.exceptions, n) for n in ferrule.agent.exceptions.__all__)\n"
     )
     assert loaded_by(names, _ON_USE) == list(_ON_USE[:2])
     tool = imported + (
@@ -161,14 +164,9 @@ _STDLIB_ON_USE = ("hashlib", "hmac", "mimetypes", "json", "base64")
 
 
 def test_agent_and_openai_model_do_not_import_digests_mimetypes_or_json() -> None:
-    statement = (
-        "from ferrule.agent import Agent\n"
-        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
-        "Agent, OpenAIChatModel, OpenAIProvider"
-    )
-    assert loaded_by(statement, _STDLIB_ON_USE) == []
+    assert loaded_by(_AGENT_AND_CHAT_MODEL, _STDLIB_ON_USE) == []
     # The check that each lazy import is real: the first use brings its module in.
-    used = statement + (
+    used = _AGENT_AND_CHAT_MODEL + (
         "\nfrom ferrule.core.messages import ImageUrl\n"
         "assert ImageUrl(url='https://example.com/a.png').resolved_media_type == 'image/png'\n"
         "from ferrule.providers.openai._common import StableIds\n"

@@ -89,16 +89,8 @@ __all__ = [
     "run_state_of",
 ]
 
-_CONTEXT_BUDGET_ERRORS = frozenset(
-    {
-        "ContextBudgetExceeded",
-        "ContextMediaTooLarge",
-        "ContextPromptTooLarge",
-        "ContextSchemaTooLarge",
-        "ContextTokenLimitExceeded",
-        "ContextToolsTooLarge",
-    }
-)
+# Every `Context...` name is one of the context budget's errors (the imports under TYPE_CHECKING).
+_CONTEXT_BUDGET_ERRORS = frozenset(name for name in __all__ if name.startswith("Context"))
 
 
 def __getattr__(name: str) -> Any:
