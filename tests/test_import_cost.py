@@ -50,13 +50,15 @@ _LAZY = (
 )
 
 
+_AGENT_AND_CHAT_MODEL = (
+    "from ferrule.agent import Agent\n"
+    "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+    "Agent, OpenAIChatModel, OpenAIProvider"
+)
+
+
 def test_agent_and_openai_model_do_not_import_what_a_run_may_never_need() -> None:
-    statement = (
-        "from ferrule.agent import Agent\n"
-        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
-        "Agent, OpenAIChatModel, OpenAIProvider"
-    )
-    assert loaded_by(statement, _LAZY) == []
+    assert loaded_by(_AGENT_AND_CHAT_MODEL, _LAZY) == []
 
 
 def test_the_lazy_public_names_still_resolve() -> None:
@@ -108,3 +110,68 @@ def test_a_run_on_asyncio_works_without_asyncio_imported_up_front() -> None:
         "print(Agent(TestModel()).run_sync('hi').output, file=sys.stderr)"
     )
     assert loaded_by(statement, ("asyncio",)) == ["asyncio"]
+
+
+_CHAT_CODEC = ("ferrule.providers.openai.chat_codec", "ferrule.providers.openai.strict_schema")
+
+
+def test_the_chat_codec_loads_with_the_first_request_body_not_with_the_model() -> None:
+    built = (
+        "from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider\n"
+        "model = OpenAIChatModel('gpt-4.1-mini', provider=OpenAIProvider(api_key='sk-test'))\n"
+    )
+    assert loaded_by(built, _CHAT_CODEC) == []
+    # The check that the lazy import is real: the first body encoded brings the codec in.
+    encoded = built + (
+        "from ferrule.core.messages import ModelRequest, UserPromptPart\n"
+        "from ferrule.core.model import ModelCall\n"
+        "call = ModelCall(messages=[ModelRequest(parts=[UserPromptPart(content='hi')])])\n"
+        "assert b'\"hi\"' in model.encode(call)\n"
+    )
+    assert loaded_by(encoded, _CHAT_CODEC) == list(_CHAT_CODEC)
+
+
+# Loaded on first use as well: the context budget (with its errors, re-exported by
+# `ferrule.agent.exceptions`), the JSONL observer and the docstring parser (its patterns).
+_ON_USE = ("ferrule.agent.context_budget", "ferrule.agent._observe", "ferrule.agent._docstring")
+
+
+def test_the_budget_observer_and_docstring_parser_load_on_first_use() -> None:
+    imported = "from ferrule.agent import Agent\nimport ferrule.agent.exceptions\nAgent"
+    assert loaded_by(imported, _ON_USE) == []
+    names = (
+        imported + "\nimport ferrule.agent\n"
+        "ferrule.agent.ContextBudget, ferrule.agent.JsonlObserver\n"
+        "from ferrule.agent.exceptions import ContextBudgetExceeded\n"
+        "assert issubclass(ContextBudgetExceeded, ferrule.agent.exceptions.AgentRunError)\n"
+        "assert all(getattr(ferrule.agent.exceptions, n) for n in ferrule.agent.exceptions.__all__)\n"
+    )
+    assert loaded_by(names, _ON_USE) == list(_ON_USE[:2])
+    tool = imported + (
+        "\nfrom ferrule.agent import Tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add.\n\n    Args:\n        a: the first.\n        b: the second.\n    '''\n"
+        "    return a + b\n"
+        "assert Tool(add).description == 'Add.'\n"
+    )
+    assert loaded_by(tool, _ON_USE) == [_ON_USE[2]]
+
+
+# Standard-library modules loaded where they are used: hashlib and hmac (OpenSSL's digests, for
+# signed paused states, tool fingerprints and generated IDs), mimetypes (a URL's guessed media
+# type), json (the prompted-output instructions) and base64 (binary content, Basic credentials).
+_STDLIB_ON_USE = ("hashlib", "hmac", "mimetypes", "json", "base64")
+
+
+def test_agent_and_openai_model_do_not_import_digests_mimetypes_or_json() -> None:
+    assert loaded_by(_AGENT_AND_CHAT_MODEL, _STDLIB_ON_USE) == []
+    # The check that each lazy import is real: the first use brings its module in.
+    used = _AGENT_AND_CHAT_MODEL + (
+        "\nfrom ferrule.core.messages import ImageUrl\n"
+        "assert ImageUrl(url='https://example.com/a.png').resolved_media_type == 'image/png'\n"
+        "from ferrule.providers.openai._common import StableIds\n"
+        "assert StableIds('seed').next() != StableIds('other').next()\n"
+        "from ferrule.core.messages import BinaryContent\n"
+        "assert BinaryContent(data=b'hi', media_type='text/plain').base64 == 'aGk='\n"
+    )
+    assert loaded_by(used, _STDLIB_ON_USE) == ["hashlib", "mimetypes", "base64"]

@@ -61,7 +61,6 @@ from ._events import (
     RunStep,
     ToolResultsStep,
 )
-from ._observe import JsonlObserver
 from ._options import ResumeOptions, RunOptions
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
@@ -71,7 +70,6 @@ from ._state import HistoryView
 from ._sync_tools import ToolThreads
 from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
 from ._util import refuse_in_event_loop
-from .context_budget import ContextBudget
 from .correlation import RunCorrelation
 from .exceptions import (
     AgentRunError,
@@ -88,7 +86,9 @@ from .policies import ToolPolicy
 
 if TYPE_CHECKING:
     from ._instrument import InstrumentationSettings
+    from ._observe import JsonlObserver
     from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
+    from .context_budget import ContextBudget
     from .pricing import Pricing
     from .spec import AgentSpec
     from .toolsets import AbstractToolset, FunctionToolset
@@ -187,8 +187,10 @@ _LAZY: dict[str, str] = {
     "Capability": "capabilities",
     "CapabilityLayer": "capabilities",
     "CapabilitySnapshot": "capabilities",
+    "ContextBudget": "context_budget",
     "FunctionToolset": "toolsets",
     "InstrumentationSettings": "_instrument",
+    "JsonlObserver": "_observe",
     "Pricing": "pricing",
 }
 

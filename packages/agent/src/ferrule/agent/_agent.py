@@ -44,7 +44,6 @@ from ._tools import Tool, ToolLimits, as_tool
 from ._util import is_async as _is_async
 from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
-from .context_budget import ContextBudget
 from .hooks import Hook, check_hooks
 from .policies import ToolPolicy
 
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
 
     from ._instrument import InstrumentationSettings, Tracer
     from .capabilities import Capability
+    from .context_budget import ContextBudget
     from .pricing import Pricing
     from .toolsets import AbstractToolset
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -65,6 +63,22 @@ class DeferredCall(msgspec.Struct, frozen=True, kw_only=True):
     """`approval`: decide with `Approved`/`Denied`; `external`: supply an `ExternalResult` (or `Denied`)."""
 
 
+# hmac (and hashlib, OpenSSL's digests) load with the first signed state, not with the agent.
+def _mac(key: bytes, body: bytes) -> str:
+    """The hex HMAC-SHA256 of `body` under `key`."""
+    import hashlib
+    import hmac
+
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def _mac_matches(key: bytes, body: bytes, mac: str) -> bool:
+    """Whether `mac` is the HMAC-SHA256 of `body` under `key` (compared in constant time)."""
+    import hmac
+
+    return hmac.compare_digest(_mac(key, body), mac)
+
+
 class PausedState(msgspec.Struct, kw_only=True):
     """Everything needed to resume a paused run, possibly in another process."""
 
@@ -122,7 +136,7 @@ class PausedState(msgspec.Struct, kw_only=True):
         body = msgspec.json.encode(
             _StateWire(messages=msgspec.Raw(history.dumps(self.messages)), queued=queued, **fields)
         )
-        mac = hmac.new(integrity_key, body, hashlib.sha256).hexdigest() if integrity_key is not None else None
+        mac = _mac(integrity_key, body) if integrity_key is not None else None
         head = msgspec.json.encode(
             {"format": PAUSED_STATE_FORMAT, "version": PAUSED_STATE_VERSION, "mac": mac}
         )
@@ -156,8 +170,7 @@ class PausedState(msgspec.Struct, kw_only=True):
                 raise PausedStateIntegrityError(
                     "the paused state is not signed, but an integrity key was given; refusing it"
                 )
-            expected = hmac.new(integrity_key, raw, hashlib.sha256).hexdigest()
-            if not hmac.compare_digest(expected, envelope.mac):
+            if not _mac_matches(integrity_key, raw, envelope.mac):
                 raise PausedStateIntegrityError(
                     "the paused state failed its integrity check: it was modified or signed with another key"
                 )

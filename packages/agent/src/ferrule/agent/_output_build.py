@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import types
 import typing
 from collections.abc import Sequence
@@ -436,6 +435,8 @@ def build_plan(info: OutputSpecInfo, mode: OutputMode, profile: ModelProfile) ->
         )
         extra = None
     else:
+        import json  # with the first prompted output, not with the agent
+
         template = info.prompt_template or DEFAULT_PROMPT_TEMPLATE
         extra = template.replace("{schema}", json.dumps(schema, separators=(",", ":")))
         output_format = JsonObjectFormat() if profile.supports_json_object_output else TEXT_FORMAT

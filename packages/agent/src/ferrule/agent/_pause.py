@@ -9,7 +9,6 @@ decision on its call before the scheduler runs them.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
@@ -109,6 +108,8 @@ def catalog_fingerprint(run: LoopState) -> str:
 
 
 def _digest(run: LoopState, names: Iterable[str]) -> str:
+    import hashlib  # with the first pause, not with the agent
+
     digest = hashlib.sha256()
     by_name = run.step_tools.by_name
     for name in sorted(names):

@@ -8,7 +8,7 @@ import math
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Final, Generic, Literal, TypeAlias, cast, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Final, Generic, Literal, TypeAlias, cast, get_origin
 
 import msgspec
 
@@ -18,13 +18,16 @@ from ferrule.core.messages import UserContent
 from ferrule.core.model import ToolDefinition
 
 from ._context import DepsT, RunContext
-from ._docstring import DocstringFormat, parse_docstring
 from ._effects import Confirmation, Risk, SideEffect
 from ._errors import ToolDefinitionError
 from ._foreign import PydanticShape, described, enc_hook, pydantic_error_details, uses_pydantic
 from ._foreign import model as pydantic_model
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
+
+if TYPE_CHECKING:
+    # The docstring parser (its patterns) loads with the first tool built from a function.
+    from ._docstring import DocstringFormat
 
 __all__ = [
     "Confirmation",
@@ -440,6 +443,8 @@ class Tool(Generic[DepsT]):
                 raise ToolDefinitionError(f"tool {self.name!r} takes a RunContext but has no parameters")
             params = params[1:]
         self.takes_ctx = takes_ctx
+        from ._docstring import parse_docstring
+
         summary, param_docs = parse_docstring(inspect.getdoc(function), docstring_format)
         self.description = description if description is not None else summary
         fields: list[tuple[str, Any, str | None, Any]] = []

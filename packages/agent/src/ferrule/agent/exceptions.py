@@ -12,6 +12,8 @@ so that no module of the agent has to import a higher one to raise them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ferrule.core.usage import UsageLimitExceeded
 
 from ._checkpoints import CheckpointConsumedError, CheckpointError, CheckpointNotFoundError
@@ -40,14 +42,16 @@ from ._errors import (
     UnknownCostError,
     run_state_of,
 )
-from .context_budget import (
-    ContextBudgetExceeded,
-    ContextMediaTooLarge,
-    ContextPromptTooLarge,
-    ContextSchemaTooLarge,
-    ContextTokenLimitExceeded,
-    ContextToolsTooLarge,
-)
+
+if TYPE_CHECKING:
+    from .context_budget import (
+        ContextBudgetExceeded,
+        ContextMediaTooLarge,
+        ContextPromptTooLarge,
+        ContextSchemaTooLarge,
+        ContextTokenLimitExceeded,
+        ContextToolsTooLarge,
+    )
 
 __all__ = [
     "AgentRunError",
@@ -84,3 +88,18 @@ __all__ = [
     "UsageLimitExceeded",
     "run_state_of",
 ]
+
+# Every `Context...` name is one of the context budget's errors (the imports under TYPE_CHECKING).
+_CONTEXT_BUDGET_ERRORS = frozenset(name for name in __all__ if name.startswith("Context"))
+
+
+def __getattr__(name: str) -> Any:
+    # The context budget's errors load with `ferrule.agent.context_budget` (an agent or run with a
+    # budget imports it), not with every module that imports an agent exception.
+    if name not in _CONTEXT_BUDGET_ERRORS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import context_budget
+
+    value = getattr(context_budget, name)
+    globals()[name] = value  # later look-ups skip this function
+    return value

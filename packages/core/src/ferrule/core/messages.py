@@ -16,8 +16,6 @@ model.
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -133,6 +131,8 @@ class _FileUrl(_Content):
         """The explicit media type, or one guessed from the URL's extension."""
         if self.media_type:
             return self.media_type
+        import mimetypes  # with the first URL whose type is guessed, not with the messages
+
         guessed, _ = mimetypes.guess_type(self.url.split("?", 1)[0])
         return guessed or _DEFAULT_MEDIA_TYPE[type(self).__name__]
 
@@ -191,6 +191,8 @@ class BinaryContent(_Content, tag="binary"):
     @property
     def base64(self) -> str:
         """`data` as standard base64 text."""
+        import base64  # with the first binary content encoded, not with the messages
+
         return base64.b64encode(self.data).decode("ascii")
 
     @property

@@ -15,7 +15,6 @@ NUL), whitespace, non-ASCII characters, or fewer than `MIN_SECRET_CHARS` charact
 
 from __future__ import annotations
 
-import base64
 import binascii
 import functools
 import logging
@@ -171,6 +170,8 @@ def _forms(secret: str) -> Iterable[str]:
 
 def _basic_parts(token: str) -> Iterable[str]:
     """The decoded `user:password` of a Basic credential, and its password."""
+    import base64  # with the first Basic credential, not with the provider
+
     try:
         decoded = base64.b64decode(token, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -117,6 +116,8 @@ class StableIds:
             seed = uuid.uuid4().hex
         if isinstance(seed, str):
             seed = seed.encode("utf-8", "replace")
+        import hashlib  # with the first response that needs IDs, not with the provider
+
         self._base = hashlib.blake2b(seed, digest_size=8).hexdigest()
         self._count = 0
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import mimetypes
 from typing import Any, cast
 
 import msgspec
@@ -49,6 +47,8 @@ def identifier(item: BinaryContent | ImageUrl | AudioUrl | VideoUrl | DocumentUr
         seed = item.file_id.encode()
     else:
         seed = item.url.encode()
+    import hashlib  # with the first item that needs an identifier, not with the provider
+
     return hashlib.sha1(seed, usedforsecurity=False).hexdigest()[:6]
 
 
@@ -91,6 +91,8 @@ def extension(media_type: str) -> str:
     }
     if media_type in special:
         return special[media_type]
+    import mimetypes  # with the first unusual media type, not with the provider
+
     guessed = mimetypes.guess_extension(media_type)
     return guessed.lstrip(".") if guessed else "bin"
 

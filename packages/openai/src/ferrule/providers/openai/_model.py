@@ -26,11 +26,12 @@ from ferrule.core.url_policy import UrlPolicy
 from ._content import is_text_like
 from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, resolve_downloads
 from ._provider import OpenAICompatibleProvider, OpenAIProvider
-from .chat_codec import ChatCodec
 from .profiles import UNKNOWN, ChatDialect, ResponsesDialect
 
 if TYPE_CHECKING:
-    # Imported by the first Responses model's codec: a Chat Completions application never loads it.
+    # Each codec is imported by its model's first codec (the first request or `encode`): importing
+    # the models loads neither, and a Chat Completions application never loads the Responses one.
+    from .chat_codec import ChatCodec
     from .responses_codec import ResponsesCodec
 
 __all__ = ["OpenAIChatModel", "OpenAIModelOptions", "OpenAIResponsesModel"]
@@ -174,6 +175,8 @@ class OpenAIChatModel(_OpenAIModelBase):
 
     def codec(self) -> ChatCodec:
         """The codec of this model's requests (its dialect, provider and OpenRouter routing)."""
+        from .chat_codec import ChatCodec
+
         provider = self._provider
         routing = self.routing
         return ChatCodec(
