@@ -37,6 +37,7 @@ from ferrule.agent import (
 from ferrule.agent.exceptions import (
     CheckpointNotFoundError,
     DecisionError,
+    PausedStateEncodeError,
     PausedStateError,
     PausedStateIntegrityError,
     RunTimeoutError,
@@ -480,6 +481,58 @@ async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None
     noted = result.all_messages()[2].parts[0]
     assert isinstance(noted, ToolReturnPart)
     assert noted.metadata is receipt
+
+
+class Receipt:
+    """An application object: JSON cannot hold it."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+
+def noting_agent(ledger: Ledger, store: CheckpointStore, metadata: Any) -> Agent[None, str]:
+    """A note (whose result carries `metadata`), then a charge that waits for approval."""
+
+    def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn == 0:
+            return ModelResponse(parts=[call("note", "n1", text="hi")])
+        if turn == 1:
+            return ModelResponse(parts=[call("charge", "c1", cents=5)])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def note(text: str) -> ToolReturn:
+        """Write a note."""
+        return ToolReturn(text, metadata=metadata)
+
+    tools = [Tool(note), Tool(ledger.charge, name="charge", confirmation="always")]
+    return Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
+
+
+async def test_n04_sqlite_store_refuses_metadata_json_cannot_hold_and_says_where(tmp_path: Path) -> None:
+    ledger = Ledger()
+    store = SqliteCheckpointStore(tmp_path / "checkpoints.sqlite")
+    agent = noting_agent(ledger, store, {"receipt": Receipt(7)})
+    with pytest.raises(PausedStateEncodeError) as caught:
+        await agent.run_until_pause("go")
+    message = str(caught.value)
+    assert "tool 'note', call ID 'n1'" in message
+    assert "messages[2].parts[0].metadata['receipt']" in message
+    assert "Receipt" in message
+    assert "InMemoryCheckpointStore" in message
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert ledger.charges == []
+    state = run_state_of(caught.value)
+    assert state is not None
+    with pytest.raises(CheckpointNotFoundError):
+        await store.load(state.messages[0].run_id or "")
+
+
+async def test_n04_to_json_of_a_state_with_application_metadata_says_where() -> None:
+    outcome = await noting_agent(Ledger(), InMemoryCheckpointStore(), Receipt(7)).run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    with pytest.raises(PausedStateEncodeError, match=r"messages\[2\]\.parts\[0\]\.metadata is a Receipt"):
+        outcome.to_json()
 
 
 async def test_n05_wrong_decisions_do_not_use_up_the_checkpoint() -> None:

@@ -197,6 +197,11 @@ class PausedStateError(UserError):
     """A paused state could not be accepted; nothing was executed."""
 
 
+class PausedStateEncodeError(PausedStateError):
+    """A paused state cannot be written as JSON: a value in it (typically a tool's
+    `ToolReturn(metadata=...)`) is not JSON data. The message names where it is."""
+
+
 class PausedStateVersionError(PausedStateError):
     """The paused state was written by a newer (or unknown) format version."""
 
