@@ -37,6 +37,7 @@ from ferrule.agent import (
 from ferrule.agent.exceptions import (
     CheckpointNotFoundError,
     DecisionError,
+    DuplicateToolCallIdError,
     PausedStateEncodeError,
     PausedStateError,
     PausedStateIntegrityError,
@@ -533,6 +534,62 @@ async def test_n04_to_json_of_a_state_with_application_metadata_says_where() -> 
     assert isinstance(outcome, Paused)
     with pytest.raises(PausedStateEncodeError, match=r"messages\[2\]\.parts\[0\]\.metadata is a Receipt"):
         outcome.to_json()
+
+
+async def test_n04_a_pause_refuses_two_calls_with_one_id() -> None:
+    ledger = Ledger()
+    store = InMemoryCheckpointStore()
+    model = first_prompt_calls(call("charge", "c1", cents=500), call("charge", "c1", cents=5))
+    agent = Agent(
+        model, tools=[Tool(ledger.charge, name="charge", confirmation="always")], checkpoint_store=store
+    )
+    with pytest.raises(DuplicateToolCallIdError, match=r"'c1' \(charge\).*unique ID") as caught:
+        await agent.run_until_pause("go")
+    assert caught.value.tool_call_id == "c1"
+    assert ledger.charges == []
+    state = run_state_of(caught.value)
+    assert state is not None
+    with pytest.raises(CheckpointNotFoundError):
+        await store.load(state.messages[0].run_id or "")
+
+
+async def test_n04_a_pause_refuses_a_pending_and_an_immediate_call_with_one_id() -> None:
+    ledger = Ledger()
+    looked: list[str] = []
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        looked.append(q)
+        return "x"
+
+    model = first_prompt_calls(call("lookup", "same", q="a"), call("charge", "same", cents=5))
+    tools = [Tool(lookup), Tool(ledger.charge, name="charge", confirmation="always")]
+    with pytest.raises(DuplicateToolCallIdError, match=r"'same' \(charge, lookup\)"):
+        await Agent(model, tools=tools).run_until_pause("go")
+    assert (looked, ledger.charges) == ([], [])
+
+
+async def test_n04_two_calls_with_one_id_outside_a_pause_both_run() -> None:
+    ledger = Ledger()
+    model = first_prompt_calls(call("charge", "c1", cents=1), call("charge", "c1", cents=2))
+    result = await Agent(model, tools=[Tool(ledger.charge, name="charge")]).run("go")
+    assert result.output == "done"
+    assert sorted(ledger.charges) == [1, 2]  # concurrent calls: any order
+
+
+async def test_n04_resume_refuses_a_state_whose_response_holds_two_calls_with_one_id() -> None:
+    ledger = Ledger()
+    store = InMemoryCheckpointStore()
+    agent = charging_agent(ledger, store)
+    outcome = await agent.run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    # A hand-built state: a second call with the paused call's ID, not listed anywhere.
+    last = outcome.state.messages[-1]
+    assert isinstance(last, ModelResponse)
+    outcome.state.messages[-1] = ModelResponse(parts=[*last.parts, call("charge", "c1", cents=9)])
+    with pytest.raises(DuplicateToolCallIdError, match="'c1'"):
+        await agent.resume(outcome, {"c1": Approved()})
+    assert ledger.charges == []
 
 
 async def test_n05_wrong_decisions_do_not_use_up_the_checkpoint() -> None:
