@@ -449,41 +449,6 @@ async def test_n04_in_memory_store_is_isolated_from_the_callers_messages() -> No
     assert resumed_call.args == {"cents": 500}
 
 
-async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None:
-    """A tool's metadata that JSON cannot hold (an application object) pauses and resumes unchanged."""
-
-    class Receipt:
-        def __init__(self, number: int) -> None:
-            self.number = number
-
-    ledger = Ledger()
-    receipt = Receipt(7)
-
-    def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
-        turn = sum(isinstance(m, ModelResponse) for m in messages)
-        if turn == 0:
-            return ModelResponse(parts=[call("note", "n1", text="hi")])
-        if turn == 1:
-            return ModelResponse(parts=[call("charge", "c1", cents=5)])
-        return ModelResponse(parts=[TextPart("done")])
-
-    def note(text: str) -> ToolReturn:
-        """Write a note."""
-        return ToolReturn(text, metadata=receipt)
-
-    store = InMemoryCheckpointStore()
-    tools = [Tool(note), Tool(ledger.charge, name="charge", confirmation="always")]
-    agent = Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
-    outcome = await agent.run_until_pause("go")
-    assert isinstance(outcome, Paused)
-    result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
-    assert isinstance(result, AgentRunResult)
-    assert ledger.charges == [5]
-    noted = result.all_messages()[2].parts[0]
-    assert isinstance(noted, ToolReturnPart)
-    assert noted.metadata is receipt
-
-
 class Receipt:
     """An application object: JSON cannot hold it."""
 
@@ -510,6 +475,29 @@ def noting_agent(ledger: Ledger, store: CheckpointStore, metadata: Any) -> Agent
     return Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
 
 
+async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None:
+    """A tool's metadata that JSON cannot hold (an application object) pauses and resumes unchanged."""
+    ledger = Ledger()
+    receipt = Receipt(7)
+    agent = noting_agent(ledger, InMemoryCheckpointStore(), receipt)
+    outcome = await agent.run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
+    assert isinstance(result, AgentRunResult)
+    assert ledger.charges == [5]
+    noted = result.all_messages()[2].parts[0]
+    assert isinstance(noted, ToolReturnPart)
+    assert noted.metadata is receipt
+
+
+async def assert_nothing_saved(store: CheckpointStore, error: BaseException) -> None:
+    """The run that `error` ended saved no checkpoint to `store`."""
+    state = run_state_of(error)
+    assert state is not None
+    with pytest.raises(CheckpointNotFoundError):
+        await store.load(state.messages[0].run_id or "")
+
+
 async def test_n04_sqlite_store_refuses_metadata_json_cannot_hold_and_says_where(tmp_path: Path) -> None:
     ledger = Ledger()
     store = SqliteCheckpointStore(tmp_path / "checkpoints.sqlite")
@@ -523,10 +511,7 @@ async def test_n04_sqlite_store_refuses_metadata_json_cannot_hold_and_says_where
     assert "InMemoryCheckpointStore" in message
     assert isinstance(caught.value.__cause__, TypeError)
     assert ledger.charges == []
-    state = run_state_of(caught.value)
-    assert state is not None
-    with pytest.raises(CheckpointNotFoundError):
-        await store.load(state.messages[0].run_id or "")
+    await assert_nothing_saved(store, caught.value)
 
 
 async def test_n04_to_json_of_a_state_with_application_metadata_says_where() -> None:
@@ -547,10 +532,7 @@ async def test_n04_a_pause_refuses_two_calls_with_one_id() -> None:
         await agent.run_until_pause("go")
     assert caught.value.tool_call_id == "c1"
     assert ledger.charges == []
-    state = run_state_of(caught.value)
-    assert state is not None
-    with pytest.raises(CheckpointNotFoundError):
-        await store.load(state.messages[0].run_id or "")
+    await assert_nothing_saved(store, caught.value)
 
 
 async def test_n04_a_pause_refuses_a_pending_and_an_immediate_call_with_one_id() -> None:
@@ -579,8 +561,7 @@ async def test_n04_two_calls_with_one_id_outside_a_pause_both_run() -> None:
 
 async def test_n04_resume_refuses_a_state_whose_response_holds_two_calls_with_one_id() -> None:
     ledger = Ledger()
-    store = InMemoryCheckpointStore()
-    agent = charging_agent(ledger, store)
+    agent = charging_agent(ledger)
     outcome = await agent.run_until_pause("go")
     assert isinstance(outcome, Paused)
     # A hand-built state: a second call with the paused call's ID, not listed anywhere.
