@@ -401,6 +401,8 @@ async def test_malformed_and_future_states_are_rejected() -> None:
     for bad in (
         b"not json",
         b"[]",
+        b"\xff\xfe",
+        msgspec.json.encode({**envelope, "state": {**envelope["state"], "messages": 5}}),
         msgspec.json.encode({**envelope, "format": "something.else"}),
         msgspec.json.encode({**envelope, "state": {"run_id": "x"}}),
         msgspec.json.encode({**envelope, "version": 0}),

@@ -37,6 +37,8 @@ from ferrule.agent import (
 from ferrule.agent.exceptions import (
     CheckpointNotFoundError,
     DecisionError,
+    DuplicateToolCallIdError,
+    PausedStateEncodeError,
     PausedStateError,
     PausedStateIntegrityError,
     RunTimeoutError,
@@ -447,15 +449,15 @@ async def test_n04_in_memory_store_is_isolated_from_the_callers_messages() -> No
     assert resumed_call.args == {"cents": 500}
 
 
-async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None:
-    """A tool's metadata that JSON cannot hold (an application object) pauses and resumes unchanged."""
+class Receipt:
+    """An application object: JSON cannot hold it."""
 
-    class Receipt:
-        def __init__(self, number: int) -> None:
-            self.number = number
+    def __init__(self, number: int) -> None:
+        self.number = number
 
-    ledger = Ledger()
-    receipt = Receipt(7)
+
+def noting_agent(ledger: Ledger, store: CheckpointStore, metadata: Any) -> Agent[None, str]:
+    """A note (whose result carries `metadata`), then a charge that waits for approval."""
 
     def respond(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
         turn = sum(isinstance(m, ModelResponse) for m in messages)
@@ -467,11 +469,17 @@ async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None
 
     def note(text: str) -> ToolReturn:
         """Write a note."""
-        return ToolReturn(text, metadata=receipt)
+        return ToolReturn(text, metadata=metadata)
 
-    store = InMemoryCheckpointStore()
     tools = [Tool(note), Tool(ledger.charge, name="charge", confirmation="always")]
-    agent = Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
+    return Agent(FunctionModel(respond), tools=tools, checkpoint_store=store)
+
+
+async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None:
+    """A tool's metadata that JSON cannot hold (an application object) pauses and resumes unchanged."""
+    ledger = Ledger()
+    receipt = Receipt(7)
+    agent = noting_agent(ledger, InMemoryCheckpointStore(), receipt)
     outcome = await agent.run_until_pause("go")
     assert isinstance(outcome, Paused)
     result = await agent.resume(run_id=outcome.state.run_id, decisions={"c1": Approved()})
@@ -480,6 +488,89 @@ async def test_n04_in_memory_store_keeps_application_metadata_as_it_is() -> None
     noted = result.all_messages()[2].parts[0]
     assert isinstance(noted, ToolReturnPart)
     assert noted.metadata is receipt
+
+
+async def assert_nothing_saved(store: CheckpointStore, error: BaseException) -> None:
+    """The run that `error` ended saved no checkpoint to `store`."""
+    state = run_state_of(error)
+    assert state is not None
+    with pytest.raises(CheckpointNotFoundError):
+        await store.load(state.messages[0].run_id or "")
+
+
+async def test_n04_sqlite_store_refuses_metadata_json_cannot_hold_and_says_where(tmp_path: Path) -> None:
+    ledger = Ledger()
+    store = SqliteCheckpointStore(tmp_path / "checkpoints.sqlite")
+    agent = noting_agent(ledger, store, {"receipt": Receipt(7)})
+    with pytest.raises(PausedStateEncodeError) as caught:
+        await agent.run_until_pause("go")
+    message = str(caught.value)
+    assert "tool 'note', call ID 'n1'" in message
+    assert "messages[2].parts[0].metadata['receipt']" in message
+    assert "Receipt" in message
+    assert "InMemoryCheckpointStore" in message
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert ledger.charges == []
+    await assert_nothing_saved(store, caught.value)
+
+
+async def test_n04_to_json_of_a_state_with_application_metadata_says_where() -> None:
+    outcome = await noting_agent(Ledger(), InMemoryCheckpointStore(), Receipt(7)).run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    with pytest.raises(PausedStateEncodeError, match=r"messages\[2\]\.parts\[0\]\.metadata is a Receipt"):
+        outcome.to_json()
+
+
+async def test_n04_a_pause_refuses_two_calls_with_one_id() -> None:
+    ledger = Ledger()
+    store = InMemoryCheckpointStore()
+    model = first_prompt_calls(call("charge", "c1", cents=500), call("charge", "c1", cents=5))
+    agent = Agent(
+        model, tools=[Tool(ledger.charge, name="charge", confirmation="always")], checkpoint_store=store
+    )
+    with pytest.raises(DuplicateToolCallIdError, match=r"'c1' \(charge\).*unique ID") as caught:
+        await agent.run_until_pause("go")
+    assert caught.value.tool_call_id == "c1"
+    assert ledger.charges == []
+    await assert_nothing_saved(store, caught.value)
+
+
+async def test_n04_a_pause_refuses_a_pending_and_an_immediate_call_with_one_id() -> None:
+    ledger = Ledger()
+    looked: list[str] = []
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        looked.append(q)
+        return "x"
+
+    model = first_prompt_calls(call("lookup", "same", q="a"), call("charge", "same", cents=5))
+    tools = [Tool(lookup), Tool(ledger.charge, name="charge", confirmation="always")]
+    with pytest.raises(DuplicateToolCallIdError, match=r"'same' \(charge, lookup\)"):
+        await Agent(model, tools=tools).run_until_pause("go")
+    assert (looked, ledger.charges) == ([], [])
+
+
+async def test_n04_two_calls_with_one_id_outside_a_pause_both_run() -> None:
+    ledger = Ledger()
+    model = first_prompt_calls(call("charge", "c1", cents=1), call("charge", "c1", cents=2))
+    result = await Agent(model, tools=[Tool(ledger.charge, name="charge")]).run("go")
+    assert result.output == "done"
+    assert sorted(ledger.charges) == [1, 2]  # concurrent calls: any order
+
+
+async def test_n04_resume_refuses_a_state_whose_response_holds_two_calls_with_one_id() -> None:
+    ledger = Ledger()
+    agent = charging_agent(ledger)
+    outcome = await agent.run_until_pause("go")
+    assert isinstance(outcome, Paused)
+    # A hand-built state: a second call with the paused call's ID, not listed anywhere.
+    last = outcome.state.messages[-1]
+    assert isinstance(last, ModelResponse)
+    outcome.state.messages[-1] = ModelResponse(parts=[*last.parts, call("charge", "c1", cents=9)])
+    with pytest.raises(DuplicateToolCallIdError, match="'c1'"):
+        await agent.resume(outcome, {"c1": Approved()})
+    assert ledger.charges == []
 
 
 async def test_n05_wrong_decisions_do_not_use_up_the_checkpoint() -> None:

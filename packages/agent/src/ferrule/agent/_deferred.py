@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import msgspec
 
@@ -17,6 +17,7 @@ from ._errors import (
     AgentRunError,
     DecisionError,
     ModelRetry,
+    PausedStateEncodeError,
     PausedStateError,
     PausedStateIntegrityError,
     PausedStateVersionError,
@@ -132,10 +133,13 @@ class PausedState(msgspec.Struct, kw_only=True):
             for name in self.__struct_fields__
             if name not in ("messages", "queued_messages")
         }
-        queued = msgspec.Raw(history.dumps(self.queued_messages) if self.queued_messages else b"null")
-        body = msgspec.json.encode(
-            _StateWire(messages=msgspec.Raw(history.dumps(self.messages)), queued=queued, **fields)
-        )
+        try:
+            queued = msgspec.Raw(history.dumps(self.queued_messages) if self.queued_messages else b"null")
+            body = msgspec.json.encode(
+                _StateWire(messages=msgspec.Raw(history.dumps(self.messages)), queued=queued, **fields)
+            )
+        except (TypeError, msgspec.EncodeError) as exc:  # msgspec names only the type: no secret
+            raise PausedStateEncodeError(_unencodable_message(self, exc)) from exc
         mac = _mac(integrity_key, body) if integrity_key is not None else None
         head = msgspec.json.encode(
             {"format": PAUSED_STATE_FORMAT, "version": PAUSED_STATE_VERSION, "mac": mac}
@@ -210,6 +214,59 @@ class PausedState(msgspec.Struct, kw_only=True):
         ids = [p.tool_call_id for p in self.pending] + list(self.immediate_call_ids)
         if len(set(ids)) != len(ids) or not set(ids) <= call_ids:
             raise PausedStateError("the paused state's pending calls do not match the last model response")
+
+
+def _unencodable_message(state: PausedState, exc: Exception) -> str:
+    """What `to_json` could not encode, where it is, and what to do (only on that failure)."""
+    found = _unencodable(state, "")
+    if found is None:
+        where = "a value in it"
+    else:
+        path, value, owner = found
+        where = f"{path.lstrip('.')} is a {type(value).__name__}"
+        if owner is not None:
+            where += f" (in the call or result of tool {owner.tool_name!r}, call ID {owner.tool_call_id!r})"
+    return (
+        f"the paused state cannot be written as JSON: {where} ({exc}). A checkpoint store that keeps "
+        "states as JSON (SqliteCheckpointStore, PausedState.to_json) needs JSON data there: make the tool's "
+        "ToolReturn(metadata=...) JSON data (dicts, lists, strings, numbers, booleans, None or msgspec "
+        "Structs), or use InMemoryCheckpointStore, which keeps objects as they are"
+    )
+
+
+def _unencodable(value: Any, path: str, owner: Any = None) -> tuple[str, Any, Any] | None:
+    """The path of the first value in `value` that msgspec cannot encode, that value, and the
+    innermost part with a `tool_call_id` holding it (the call it belongs to)."""
+    if isinstance(value, msgspec.Struct):
+        if hasattr(value, "tool_call_id") and hasattr(value, "tool_name"):
+            owner = value
+        for name in value.__struct_fields__:
+            found = _unencodable(getattr(value, name), f"{path}.{name}", owner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(cast("Sequence[Any]", value)):
+            found = _unencodable(item, f"{path}[{index}]", owner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in cast("dict[Any, Any]", value).items():
+            try:
+                msgspec.json.encode({key: None})
+            except (TypeError, msgspec.EncodeError):
+                return f"a key of {path.lstrip('.')}", key, owner
+            label = repr(key) if len(repr(key)) <= 40 else f"{repr(key)[:37]}..."
+            found = _unencodable(item, f"{path}[{label}]", owner)
+            if found is not None:
+                return found
+        return None
+    try:
+        msgspec.json.encode(value)
+    except (TypeError, msgspec.EncodeError):
+        return path, value, owner
+    return None
 
 
 class _StateWire(msgspec.Struct, kw_only=True):

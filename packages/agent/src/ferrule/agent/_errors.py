@@ -177,6 +177,25 @@ class IncompleteToolCallError(UnexpectedModelBehavior):
     """A tool call in the response is incomplete (no name, or arguments cut off by the token limit)."""
 
 
+class DuplicateToolCallIdError(UnexpectedModelBehavior):
+    """A response that pauses holds two tool calls with one ID; nothing of the response was executed.
+
+    Decisions are keyed by call ID, so they could not tell the two calls apart: the model (or its
+    provider adapter) must give each call of a response a unique ID.
+    """
+
+    def __init__(self, tool_call_id: str, tool_names: Sequence[str]) -> None:
+        self.tool_call_id = tool_call_id
+        """The ID two calls share."""
+        names = ", ".join(sorted(set(tool_names)))
+        super().__init__(
+            f"the model response holds two tool calls with ID {tool_call_id!r} ({names}) and pauses for "
+            "decisions, which are keyed by call ID: a decision could apply to the wrong call. Nothing of "
+            "the response was executed: use a model (or provider adapter) that gives each call of a response "
+            "a unique ID"
+        )
+
+
 class RunTimeoutError(AgentRunError, TimeoutError):
     """The run's absolute deadline (`run_timeout` / `timeout=`) passed; in-flight work was drained."""
 
@@ -195,6 +214,11 @@ class ToolThreadsExhaustedError(AgentRunError):
 
 class PausedStateError(UserError):
     """A paused state could not be accepted; nothing was executed."""
+
+
+class PausedStateEncodeError(PausedStateError):
+    """A paused state cannot be written as JSON: a value in it (typically a tool's
+    `ToolReturn(metadata=...)`) is not JSON data. The message names where it is."""
 
 
 class PausedStateVersionError(PausedStateError):

@@ -32,12 +32,20 @@ from ._deferred import (
     new_state_id,
     now_utc,
 )
-from ._errors import DecisionError, PausedStateError
+from ._errors import DecisionError, DuplicateToolCallIdError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
 from ._receipts import WAITING, receipt, receipts_from_messages, safe_detail
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
+from ._util import duplicate_call_id
 
-__all__ = ["apply_decisions", "deferred_calls", "needs_approval", "pause", "resume_at"]
+__all__ = [
+    "apply_decisions",
+    "deferred_calls",
+    "needs_approval",
+    "pause",
+    "refuse_duplicate_ids",
+    "resume_at",
+]
 
 
 async def needs_approval(run: LoopState, c: ToolCallState) -> bool:
@@ -126,6 +134,7 @@ async def pause(
     emit: Emit | None,
 ) -> RunStep:
     """End this invocation at the response: its resumable state, nothing executed."""
+    refuse_duplicate_ids(calls)
     pending_ids = {d.tool_call_id for d in deferred}
     state = PausedState(
         run_id=run.run_id,
@@ -175,6 +184,14 @@ async def pause(
     return PausedStep(list(deferred))
 
 
+def refuse_duplicate_ids(calls: Sequence[ToolCallState]) -> None:
+    """Refuse a paused response with two calls of one ID: decisions, keyed by ID, cannot tell them apart."""
+    call_id = duplicate_call_id(c.part for c in calls)
+    if call_id is not None:
+        names = [c.part.tool_name for c in calls if c.part.tool_call_id == call_id]
+        raise DuplicateToolCallIdError(call_id, names)
+
+
 def resume_at(run: LoopState, state: PausedState, decisions: dict[str, Decision]) -> None:
     """Continue at the paused response: handle its calls with `decisions`; never re-request it."""
     last = run.messages[-1]
@@ -191,6 +208,7 @@ async def apply_decisions(run: LoopState, calls: list[ToolCallState], decisions:
     """Check the paused state against the tools, then put each decision on its call."""
     state = run.pending_state
     assert state is not None
+    refuse_duplicate_ids(calls)  # a hand-built state can hold them: `pause` refuses to write one
     if fingerprint(run, [c for c in calls if c.tool is not None]) != state.tool_fingerprint:
         raise PausedStateError(
             "the tools called by the paused response changed since the pause (names, kinds or schemas differ); "

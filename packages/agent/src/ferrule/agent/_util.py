@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import anyio
 
 from ferrule.core.errors import UserError
 from ferrule.core.settings import ModelSettings, merge_settings
 
+if TYPE_CHECKING:
+    from ferrule.core.messages import ToolCallPart
+
 __all__ = [
     "Callback",
     "InstructionItem",
+    "duplicate_call_id",
     "instruction_texts",
     "is_async",
     "merged_settings",
@@ -28,6 +32,17 @@ InstructionItem: TypeAlias = "str | Callback"
 """One instruction: static text, or a callback `fn(ctx)` / `fn()` returning text or `None`."""
 
 _NO_SETTINGS = ModelSettings()
+
+
+def duplicate_call_id(calls: Iterable[ToolCallPart]) -> str | None:
+    """The first tool call ID that two of `calls` share, or `None` when every ID is unique."""
+    seen: set[str] = set()
+    for part in calls:
+        call_id = part.tool_call_id
+        if call_id in seen:
+            return call_id
+        seen.add(call_id)
+    return None
 
 
 def takes_ctx(fn: Callable[..., Any], arity_with_ctx: int) -> bool:

@@ -50,6 +50,7 @@ from ferrule.core.model import ModelCall, ModelStreamEvent
 
 from ._errors import ModelRetry
 from ._tools import Origin, SideEffect, Tool, ToolReturn
+from ._util import duplicate_call_id
 
 __all__ = [
     "PROCESS_TOKEN",
@@ -183,18 +184,15 @@ class DurableRun:
         An engine would hand the second call the first call's recorded result, so the run stops
         here, before any tool step (and the same way when the recorded response is replayed).
         """
-        seen: set[str] = set()
-        for part in calls:
-            call_id = part.tool_call_id
-            if call_id in seen:
-                raise DurableError(
-                    f"the model response of step {step} holds two tool calls with ID {call_id!r}; a durable "
-                    "run records each call under its step ID (which ends with the call ID), so the second "
-                    "would get the first's recorded result. Nothing of the response was executed: use a "
-                    "model (or provider adapter) that gives each call of a response a unique ID, or run "
-                    "without a durable binding"
-                )
-            seen.add(call_id)
+        call_id = duplicate_call_id(calls)
+        if call_id is not None:
+            raise DurableError(
+                f"the model response of step {step} holds two tool calls with ID {call_id!r}; a durable "
+                "run records each call under its step ID (which ends with the call ID), so the second "
+                "would get the first's recorded result. Nothing of the response was executed: use a "
+                "model (or provider adapter) that gives each call of a response a unique ID, or run "
+                "without a durable binding"
+            )
 
     async def model_request(
         self,
