@@ -14,36 +14,9 @@ from ferrule.core.errors import UserError
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from ferrule.planning import ConfirmationRequest, PlanningAgent, StepFailedEvent
 
-from .conftest import Recorder, Script, evidence_of, plan, step
+from .conftest import Recorder, Script, evidence_of, pay_plan, pay_tools, plan, step
 
 pytestmark = pytest.mark.anyio
-
-
-def pay_plan() -> dict[str, Any]:
-    return plan(
-        step("quote", "lookup"),
-        step(
-            "pay",
-            "pay",
-            input={"to": "alice"},
-            depends_on=["quote"],
-            bindings=[{"source_step": "quote", "source_path": "/amount", "target_path": "/amount"}],
-        ),
-        step("receipt", "lookup", depends_on=["pay"]),
-    )
-
-
-def pay_tools(tools: Recorder, *, requires_approval: bool = False) -> list[Tool[Any]]:
-    return [
-        tools.tool("lookup", {"amount": 250}),
-        tools.tool(
-            "pay",
-            "paid",
-            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
-            side_effect="non_idempotent",
-            requires_approval=requires_approval,
-        ),
-    ]
 
 
 class Guard:
@@ -67,7 +40,7 @@ async def test_a_denied_step_never_calls_its_tool_and_its_receipt_says_why() -> 
     async def handler(event: Any) -> None:
         events.append(event)
 
-    agent = PlanningAgent(script.model(), tools=pay_tools(tools), guard=guard)
+    agent = PlanningAgent(script.model(), tools=pay_tools(tools, requires_approval=False), guard=guard)
     result = await agent.run("go", event_handler=handler)
     assert tools.names() == ["lookup"]  # pay never ran, and receipt was skipped after it
     assert [name for name, _, _ in guard.seen] == ["lookup", "pay"]
@@ -94,7 +67,11 @@ async def test_a_denied_step_never_calls_its_tool_and_its_receipt_says_why() -> 
 
 async def test_false_denies_with_the_agents_default_text() -> None:
     tools = Recorder()
-    agent = PlanningAgent(Script([pay_plan()]).model(), tools=pay_tools(tools), guard=Guard({"pay": False}))
+    agent = PlanningAgent(
+        Script([pay_plan()]).model(),
+        tools=pay_tools(tools, requires_approval=False),
+        guard=Guard({"pay": False}),
+    )
     result = await agent.run("go")
     assert tools.names() == ["lookup"]
     assert [(a.status, a.detail) for a in result.actions] == [
@@ -111,7 +88,9 @@ async def test_an_allowing_guard_lets_every_step_run(verdict: bool | None) -> No
         seen.append(tool.name)
         return verdict
 
-    result = await PlanningAgent(Script([pay_plan()]).model(), tools=pay_tools(tools), guard=guard).run("go")
+    result = await PlanningAgent(
+        Script([pay_plan()]).model(), tools=pay_tools(tools, requires_approval=False), guard=guard
+    ).run("go")
     assert tools.names() == ["lookup", "pay", "lookup"]
     assert seen == ["lookup", "pay", "lookup"]
     assert [(a.tool_name, a.status) for a in result.actions] == [("pay", "succeeded")]
@@ -132,7 +111,7 @@ async def test_the_guard_is_asked_before_confirmation(deny: bool) -> None:
 
     agent = PlanningAgent(
         Script([pay_plan()]).model(),
-        tools=pay_tools(tools, requires_approval=True),
+        tools=pay_tools(tools),
         guard=guard,
         confirm=confirm,
     )
@@ -218,7 +197,9 @@ def calls_pay_once(script: Script) -> FunctionModel:
 async def test_chat_mode_calls_go_through_the_guard() -> None:
     tools = Recorder()
     guard = Guard({"pay": Denied(message="not in chat")})
-    agent = PlanningAgent(calls_pay_once(Script()), tools=pay_tools(tools), guard=guard)
+    agent = PlanningAgent(
+        calls_pay_once(Script()), tools=pay_tools(tools, requires_approval=False), guard=guard
+    )
     result = await agent.run("pay bob", mode="chat")
     assert tools.names() == []
     assert [name for name, _, _ in guard.seen] == ["pay"]
@@ -231,7 +212,10 @@ async def test_agentic_step_calls_go_through_the_guard() -> None:
     guard = Guard({"pay": Denied(message="no sub-agent payments")})
     doc = plan({"id": "work", "agent": {"prompt": "Pay bob.", "tools": ["pay"], "max_tool_calls": 2}})
     agent = PlanningAgent(
-        calls_pay_once(Script([doc])), tools=pay_tools(tools), guard=guard, agentic_steps=True
+        calls_pay_once(Script([doc])),
+        tools=pay_tools(tools, requires_approval=False),
+        guard=guard,
+        agentic_steps=True,
     )
     result = await agent.run("go")
     assert tools.names() == []
