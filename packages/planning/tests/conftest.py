@@ -181,3 +181,33 @@ def step(step_id: str, capability: str = "lookup", **fields: Any) -> dict[str, A
 def plan(*steps: dict[str, Any]) -> dict[str, Any]:
     """A plan document as JSON."""
     return {"version": 1, "steps": list(steps)}
+
+
+def pay_plan() -> dict[str, Any]:
+    """A quote, a payment bound to the quote's amount, then a receipt lookup that depends on it."""
+    return plan(
+        step("quote", "lookup"),
+        step(
+            "pay",
+            "pay",
+            input={"to": "alice"},
+            depends_on=["quote"],
+            bindings=[{"source_step": "quote", "source_path": "/amount", "target_path": "/amount"}],
+        ),
+        step("receipt", "lookup", depends_on=["pay"]),
+    )
+
+
+def pay_tools(tools: Recorder, *, requires_approval: bool = True, **options: Any) -> list[Tool[Any]]:
+    """`lookup` (read-only, returns an amount of 250) and `pay` (non-idempotent; `options` go to its `Tool`)."""
+    return [
+        tools.tool("lookup", {"amount": 250}),
+        tools.tool(
+            "pay",
+            "paid",
+            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
+            side_effect="non_idempotent",
+            requires_approval=requires_approval,
+            **options,
+        ),
+    ]

@@ -28,7 +28,7 @@ from ferrule.planning import (
     StepSkippedEvent,
 )
 
-from .conftest import Recorder, Script, plan, step
+from .conftest import Recorder, Script, pay_plan, pay_tools, plan, step
 
 pytestmark = pytest.mark.anyio
 
@@ -473,33 +473,6 @@ async def test_a_timeout_of_an_idempotent_tool_is_a_replannable_failure() -> Non
 # --- confirmation ---------------------------------------------------------------------------------
 
 
-def pay_plan() -> dict[str, Any]:
-    return plan(
-        step("quote", "lookup"),
-        step(
-            "pay",
-            "pay",
-            input={"to": "alice"},
-            depends_on=["quote"],
-            bindings=[{"source_step": "quote", "source_path": "/amount", "target_path": "/amount"}],
-        ),
-        step("receipt", "lookup", depends_on=["pay"]),
-    )
-
-
-def pay_tools(tools: Recorder) -> list[Tool[Any]]:
-    return [
-        tools.tool("lookup", {"amount": 250}),
-        tools.tool(
-            "pay",
-            "paid",
-            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
-            side_effect="non_idempotent",
-            requires_approval=True,
-        ),
-    ]
-
-
 async def test_a_tool_needing_approval_is_not_called_without_a_confirm_callback() -> None:
     tools = Recorder()
     result = await PlanningAgent(Script([pay_plan()]).model(), tools=pay_tools(tools)).run("go")
@@ -673,17 +646,8 @@ async def test_model_retry_messages_are_redacted_in_receipts_and_events() -> Non
 async def test_plan_receipts_are_the_agents_action_receipts_with_risk_and_confirmation() -> None:
 
     tools = Recorder()
-    catalog = [
-        tools.tool("lookup", {"amount": 250}),
-        tools.tool(
-            "pay",
-            "paid",
-            params={"to": {"type": "string"}, "amount": {"type": "integer"}},
-            side_effect="non_idempotent",
-            risk="high",
-            confirmation="always",  # no requires_approval=: confirmation alone gates the step
-        ),
-    ]
+    # No requires_approval=: confirmation alone gates the step.
+    catalog = pay_tools(tools, requires_approval=False, risk="high", confirmation="always")
     requests: list[ConfirmationRequest] = []
 
     async def confirm(request: ConfirmationRequest) -> bool:

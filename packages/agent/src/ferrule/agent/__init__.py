@@ -61,6 +61,7 @@ from ._events import (
     RunStep,
     ToolResultsStep,
 )
+from ._guard import ask_guard
 from ._options import ResumeOptions, RunOptions
 from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
 from ._queue import PendingMessageQueue
@@ -173,6 +174,7 @@ __all__ = [
     "ToolReturn",
     "ToolThreads",
     "UnexpectedModelBehavior",
+    "ask_guard",
     "receipts_from_messages",
     "refuse_in_event_loop",
     "run_state_of",

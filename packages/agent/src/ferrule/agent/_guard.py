@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._calls import ToolCallState
     from ._state import LoopState
 
-__all__ = ["apply_guard", "confirmed"]
+__all__ = ["apply_guard", "ask_guard", "confirmed"]
 
 _NOT_AUTHORIZED = "The call of {name!r} was not authorized; it did not run."
 _NOT_CONFIRMED = "The call of {name!r} was not confirmed; it did not run."
@@ -48,20 +48,32 @@ async def apply_guard(run: LoopState, guard: GuardFn, calls: list[ToolCallState]
             continue
         ctx = run.call_context(tool, c.part.tool_call_id)
         try:
-            verdict: Any = guard(ctx, tool, c.args)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
+            denied = await ask_guard(guard, ctx, tool, c.args)
         except ModelRetry as retry:
             c.reject(retry.message)
             continue
-        if verdict is None or verdict is True:
-            continue
-        if verdict is False:
-            c.decision = Denied(message=_NOT_AUTHORIZED.format(name=tool.name))
-        elif isinstance(verdict, Denied):
-            c.decision = verdict
-        else:
-            raise UserError(f"the guard returned {verdict!r}; return True, None, False or Denied(message)")
+        if denied is not None:
+            c.decision = denied
+
+
+async def ask_guard(guard: GuardFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Denied | None:
+    """The guard's decision on one call of `tool` with validated `args`: `None` lets it run.
+
+    A sync guard runs inline, an async one is awaited. `False` becomes `Denied` with the default
+    text (`The call of 'x' was not authorized; it did not run.`), a `Denied(message)` is returned
+    as it is. `ModelRetry` raised by the guard propagates: what a retry means is the caller's to
+    decide. Any other return value raises `UserError`.
+    """
+    verdict: Any = guard(ctx, tool, args)
+    if inspect.isawaitable(verdict):
+        verdict = await verdict
+    if verdict is None or verdict is True:
+        return None
+    if verdict is False:
+        return Denied(message=_NOT_AUTHORIZED.format(name=tool.name))
+    if isinstance(verdict, Denied):
+        return verdict
+    raise UserError(f"the guard returned {verdict!r}; return True, None, False or Denied(message)")
 
 
 async def confirmed(

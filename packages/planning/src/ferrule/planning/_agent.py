@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ferrule.agent import Agent, Tool, ToolThreads, refuse_in_event_loop
+from ferrule.agent import Agent, GuardFn, Tool, ToolThreads, refuse_in_event_loop
 from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
@@ -128,7 +128,8 @@ class PlanningAgent:
     in parallel batches, conditions skip branches (their tools are never called), bindings pass
     evidence into later inputs; a failed required step triggers at most `max_replans` patches that
     keep every successful output; a final composer call turns the evidence into the answer. All of it
-    within one `PlanBudget`.
+    within one `PlanBudget`. `guard=` (the agent's `GuardFn`) sees every tool call the run would
+    make, plan steps, agentic steps and chat mode alike, before anything else decides on it.
     """
 
     def __init__(
@@ -143,6 +144,7 @@ class PlanningAgent:
         router: Router | Literal["model"] | None = None,
         default_mode: Mode = "complex",
         confirm: Callable[[ConfirmationRequest], bool | Awaitable[bool]] | None = None,
+        guard: GuardFn | None = None,
         agentic_steps: bool = False,
         plan_retries: int = 1,
         model_settings: ModelSettings | None = None,
@@ -167,6 +169,8 @@ class PlanningAgent:
         """The mode used when neither `mode=` nor a router decides."""
         self.confirm = confirm
         """Decides on calls to tools that need approval; without it they are not made (`confirmation_required`)."""
+        self.guard = guard
+        """Authorizes every tool call of a run before confirmation is considered (`None`: all allowed)."""
         self._models = (model, planner_model or model, composer_model or model)
         self._resolved: tuple[Model, Model, Model] | None = None
         max_steps = self.budget.max_steps
@@ -222,6 +226,7 @@ class PlanningAgent:
             model_settings=model_settings,
             name=f"{name}-chat",
             hooks=self._hooks,
+            guard=guard,
         )
         self._step_settings = model_settings
         self._threads = ToolThreads(owner=f"planning agent {name!r}")
@@ -264,6 +269,7 @@ class PlanningAgent:
             step_settings=self._step_settings,
             hooks=self._hooks,
             confirm=self.confirm,
+            guard=self.guard,
             threads=self._threads,
             deps=deps,
             trace=trace,

@@ -14,7 +14,17 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn, ToolThreads, receipts_from_messages
+from ferrule.agent import (
+    Agent,
+    GuardFn,
+    ModelRetry,
+    RunContext,
+    Tool,
+    ToolReturn,
+    ToolThreads,
+    ask_guard,
+    receipts_from_messages,
+)
 from ferrule.agent.exceptions import RunTimeoutError, run_state_of
 from ferrule.agent.hooks import Hook
 from ferrule.core.errors import UserError
@@ -157,6 +167,7 @@ class Runner:
         step_settings: Any,
         hooks: Sequence[Hook],
         confirm: Callable[[ConfirmationRequest], Any] | None,
+        guard: GuardFn | None,
         threads: ToolThreads,
         deps: Any,
         trace: str | None,
@@ -179,6 +190,7 @@ class Runner:
         self.step_settings = step_settings
         self.hooks = hooks
         self.confirm = confirm
+        self.guard = guard
         self.threads = threads
         self.deps = deps
         self.trace = trace
@@ -548,7 +560,7 @@ class Runner:
         by the batch itself (not wrapped in an exception group)."""
         try:
             await self._run_step(step, allowance)
-        except (PlanRunError, RunTimeoutError) as exc:
+        except (PlanRunError, RunTimeoutError, UserError) as exc:
             errors.append(exc)
             group.cancel_scope.cancel()
 
@@ -638,6 +650,8 @@ class Runner:
             return
         call_id = new_tool_call_id()
         ctx = self._context(tool, call_id)
+        if self.guard is not None and not await self._authorized(state, tool, call_id, ctx, args):
+            return
         needs = tool.requires_approval
         if callable(needs):
             needs = bool(await call_user(needs, ctx, args))
@@ -712,6 +726,28 @@ class Runner:
                 self._receipt(tool, call_id, step.id, status, "the call was interrupted")
         await self._accept_output(state, tool, call_id, raw)
 
+    async def _authorized(
+        self, state: StepState, tool: Tool[Any], call_id: str, ctx: RunContext[Any], args: Any
+    ) -> bool:
+        """Whether the guard lets the step call `tool`, as an agent's guard decides a model's call
+        (asked first, before approval); a denial or a retry request fails the step, nothing runs."""
+        assert self.guard is not None
+        step_id = state.step.id
+        try:
+            denied = await ask_guard(self.guard, ctx, tool, args)
+        except ModelRetry as retry:  # no model made this call: the failure goes to the replanner
+            error = safe_text(retry.message)
+            self._receipt(tool, call_id, step_id, "failed", error)
+            await self._step_failed(state, "failed", error)
+            return False
+        if denied is None:
+            return True
+        detail = safe_text(denied.message)
+        self._receipt(tool, call_id, step_id, "denied", detail)
+        self.warnings.append(PlanWarning(kind="denied", step_id=step_id, message=detail))
+        await self._step_failed(state, "denied", detail)
+        return False
+
     async def _accept_output(self, state: StepState, tool: Tool[Any], call_id: str, raw: Any) -> None:
         step = state.step
         if isinstance(raw, ToolReturn):
@@ -774,6 +810,7 @@ class Runner:
             model_settings=self.step_settings,
             name=f"plan-step-{step.id}",
             hooks=self.hooks,
+            guard=self.guard,
         )
         prompt = task.prompt
         if state.input:
