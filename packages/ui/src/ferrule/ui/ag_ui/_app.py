@@ -46,7 +46,8 @@ def app(
     """An ASGI app for AG-UI's HTTP transport: `POST /` takes a `RunAgentInput` and streams AG-UI events (SSE).
 
     A run that needs approval ends with `RUN_FINISHED` and an interrupt outcome; the thread's
-    paused run waits in `store`. The next input for that thread must answer every interrupt in
+    paused run waits in `agent.checkpoint_store` as the checkpoint of run `ag-ui:thread:<thread id>`
+    (in `store`, a deprecated `PausedRunStore`, when one is given). The next input for that thread must answer every interrupt in
     `resume` (anything else gets 409); it resumes the run exactly once. Client history is
     sanitized: `system`/`developer` messages are refused, the client's tool, reasoning and activity
     messages are display state and ignored, and frontend `tools`, `context` and `state` are

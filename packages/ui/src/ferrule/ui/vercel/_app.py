@@ -51,9 +51,11 @@ def app(
     """An ASGI app for the AI SDK's default chat transport; mount it at the chat's `api` path.
 
     - `POST /` takes `DefaultChatTransport`'s body and streams the run as a UI message stream.
-      When the last message is the assistant's with answered approvals, the chat's paused run is
-      taken from `store` (exactly once: a second post of the same decisions gets 409) and resumed
-      with them. A new user message abandons a paused run that was not answered.
+      When the last message is the assistant's with answered approvals, the chat's paused run (the
+      checkpoint of run `vercel:chat:<chat id>` in `agent.checkpoint_store`) is resumed with them,
+      exactly once: a second post of the same decisions gets 409, in any process sharing the store.
+      A new user message abandons a paused run that was not answered. `store` (a `PausedRunStore`)
+      is deprecated: paused runs are kept there instead, with a `DeprecationWarning`.
     - `GET /{chat_id}/stream` replays the chat's run in flight from its first record and follows
       it (the transport's `reconnectToStream`); 204 when none is in flight.
 
