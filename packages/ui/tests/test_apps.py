@@ -399,6 +399,9 @@ def test_a_ui_pause_is_resumable_by_run_id_and_a_new_message_abandons_it(
     store = InMemoryCheckpointStore()
     agent = recorder.agent(store)
     assert agent.checkpoint_store is store
+    default = recorder.agent().checkpoint_store  # agents without a store share the process's
+    assert isinstance(default, InMemoryCheckpointStore)
+    assert recorder.agent().checkpoint_store is default
     server = serve(lambda: vercel.app(agent))
     with httpx2.Client(base_url=server.origin, timeout=60) as client:
         records(client.post("/", json={"id": "chat-c", "messages": [user("pay bob")]}))

@@ -263,7 +263,7 @@ class Agent(Generic[DepsT, OutputT]):
     def checkpoint_store(self) -> CheckpointStore:
         """The store this agent's pauses are saved to and its resumes claim from.
 
-        The `checkpoint_store=` it was built with, else the process-wide `default_checkpoint_store()`.
+        The `checkpoint_store=` it was built with, else the process-wide in-memory store.
         """
         return checkpoint_store_of(self._core.side_effects)
 
