@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +278,12 @@ def agui_body(**fields: Any) -> dict[str, Any]:
     return body
 
 
+def agui_approval(**fields: Any) -> dict[str, Any]:
+    """The input approving the paused `pay` call."""
+    approved = {"interruptId": "approval-p1", "status": "resolved", "payload": {"approved": True}}
+    return agui_body(runId="r2", resume=[approved], **fields)
+
+
 def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], recorder: Recorder) -> None:
     server = serve(lambda: ag_ui.app(recorder.agent()))
     with httpx2.Client(base_url=server.origin, timeout=60) as client:
@@ -294,10 +300,7 @@ def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], r
         assert blocked.status_code == 409
         assert "answer every interrupt" in blocked.json()["error"]
 
-        resume = agui_body(
-            runId="r2",
-            resume=[{"interruptId": "approval-p1", "status": "resolved", "payload": {"approved": True}}],
-        )
+        resume = agui_approval()
         resumed = records(client.post("/", json=resume))
         assert resumed[0] == {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2"}
         assert {
@@ -333,64 +336,62 @@ def checkpoint_rows(path: Path) -> list[tuple[str, int]]:
     return [(str(run_id), int(consumed)) for run_id, consumed in rows]
 
 
+def restarted(serve: Callable[..., Server], make_app: Callable[[], Any]) -> Generator[httpx2.Client]:
+    """A client of a server of `make_app()`, then (the server stopped) a client of a new one."""
+    for _ in range(2):
+        server = serve(make_app)
+        with httpx2.Client(base_url=server.origin, timeout=60) as client:
+            yield client
+        server.__exit__()  # nothing of the app (nor of its pauses) is left in memory
+
+
 def test_vercel_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
     serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
 ) -> None:
     path = tmp_path / "checkpoints.db"
-    first = serve(lambda: vercel.app(recorder.agent(SqliteCheckpointStore(path))))
-    with httpx2.Client(base_url=first.origin, timeout=60) as client:
-        paused = records(client.post("/", json={"id": "chat-s", "messages": [user("pay bob")]}))
+    clients = restarted(serve, lambda: vercel.app(recorder.agent(SqliteCheckpointStore(path))))
+    paused = records(next(clients).post("/", json={"id": "chat-s", "messages": [user("pay bob")]}))
     assert {"type": "tool-approval-request", "approvalId": "approval-p1", "toolCallId": "p1"} in paused
-    first.__exit__()  # the server stops: nothing of the pause is left in memory
+
+    client = next(clients)  # a new app on the same file
     # The agent's checkpoint under its own run ID is used up; the chat's is the one resumable pause.
     rows = checkpoint_rows(path)
     assert [consumed for _, consumed in rows] == [1, 0]
     assert rows[1][0] == "vercel:chat:chat-s"
     assert recorder.payments == []
-
-    second = serve(lambda: vercel.app(recorder.agent(SqliteCheckpointStore(path))))
     body = {"id": "chat-s", "messages": [user("pay bob"), approval_message(True)], "messageId": "a1"}
-    with httpx2.Client(base_url=second.origin, timeout=60) as client:
-        resumed = records(client.post("/", json=body))
-        assert {"type": "tool-output-available", "toolCallId": "p1", "output": "paid"} in resumed
-        assert recorder.payments == [7]
-        again = client.post("/", json=body)
-        assert again.status_code == 409
-        assert "no run waiting for approval" in again.json()["error"]
+    resumed = records(client.post("/", json=body))
+    assert {"type": "tool-output-available", "toolCallId": "p1", "output": "paid"} in resumed
+    assert recorder.payments == [7]
+    again = client.post("/", json=body)
+    assert again.status_code == 409
+    assert "no run waiting for approval" in again.json()["error"]
     assert recorder.payments == [7]
     assert checkpoint_rows(path)[-1] == ("vercel:chat:chat-s", 1)
+    clients.close()
 
 
 def test_ag_ui_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
     serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
 ) -> None:
     path = tmp_path / "checkpoints.db"
-    first = serve(lambda: ag_ui.app(recorder.agent(SqliteCheckpointStore(path))))
-    with httpx2.Client(base_url=first.origin, timeout=60) as client:
-        body = agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "pay"}])
-        events = records(client.post("/", json=body))
+    clients = restarted(serve, lambda: ag_ui.app(recorder.agent(SqliteCheckpointStore(path))))
+    body = agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "pay"}])
+    events = records(next(clients).post("/", json=body))
     assert events[-1]["outcome"]["interrupts"][0]["id"] == "approval-p1"
-    first.__exit__()
 
-    second = serve(lambda: ag_ui.app(recorder.agent(SqliteCheckpointStore(path))))
-    with httpx2.Client(base_url=second.origin, timeout=60) as client:
-        blocked = client.post(
-            "/", json=agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "hi"}])
-        )
-        assert blocked.status_code == 409
-        assert "answer every interrupt" in blocked.json()["error"]
-        resume = agui_body(
-            threadId="t-s",
-            runId="r2",
-            resume=[{"interruptId": "approval-p1", "status": "resolved", "payload": {"approved": True}}],
-        )
-        resumed = records(client.post("/", json=resume))
-        assert resumed[-1]["outcome"] == {"type": "success"}
-        assert recorder.payments == [7]
-        twice = client.post("/", json=resume)
-        assert twice.status_code == 409
-        assert "no run waiting for approval" in twice.json()["error"]
+    client = next(clients)  # a new app on the same file
+    new_message = agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "hi"}])
+    assert "answer every interrupt" in client.post("/", json=new_message).json()["error"]
+    resume = agui_approval(threadId="t-s")
+    resumed = records(client.post("/", json=resume))
+    assert resumed[-1]["outcome"] == {"type": "success"}
     assert recorder.payments == [7]
+    twice = client.post("/", json=resume)
+    assert twice.status_code == 409
+    assert "no run waiting for approval" in twice.json()["error"]
+    assert recorder.payments == [7]
+    clients.close()
 
 
 def test_a_ui_pause_is_resumable_by_run_id_and_a_new_message_abandons_it(
