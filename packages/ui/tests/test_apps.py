@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 
-from ferrule.agent import Agent
+from ferrule.agent import (
+    Agent,
+    Approved,
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    Paused,
+    SqliteCheckpointStore,
+)
 from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from ferrule.core.messages import Message, ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
-from ferrule.ui import UILimits, ag_ui, vercel
+from ferrule.ui import InMemoryPausedRunStore, UILimits, ag_ui, vercel
 
 from .conftest import Server
 
@@ -43,7 +52,7 @@ class Recorder:
         self.closed = threading.Event()
         self.release = threading.Event()
 
-    def agent(self) -> Agent[None, str]:
+    def agent(self, checkpoint_store: CheckpointStore | None = None) -> Agent[None, str]:
         async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
             self.seen.append(list(messages))
             last = messages[-1]
@@ -64,7 +73,7 @@ class Recorder:
             else:
                 yield f"echo: {prompt}"
 
-        agent = Agent(FunctionModel(stream_function=stream))
+        agent = Agent(FunctionModel(stream_function=stream), checkpoint_store=checkpoint_store)
 
         def pay(amount: int) -> str:
             """Pay."""
@@ -269,6 +278,12 @@ def agui_body(**fields: Any) -> dict[str, Any]:
     return body
 
 
+def agui_approval(**fields: Any) -> dict[str, Any]:
+    """The input approving the paused `pay` call."""
+    approved = {"interruptId": "approval-p1", "status": "resolved", "payload": {"approved": True}}
+    return agui_body(runId="r2", resume=[approved], **fields)
+
+
 def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], recorder: Recorder) -> None:
     server = serve(lambda: ag_ui.app(recorder.agent()))
     with httpx2.Client(base_url=server.origin, timeout=60) as client:
@@ -285,10 +300,7 @@ def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], r
         assert blocked.status_code == 409
         assert "answer every interrupt" in blocked.json()["error"]
 
-        resume = agui_body(
-            runId="r2",
-            resume=[{"interruptId": "approval-p1", "status": "resolved", "payload": {"approved": True}}],
-        )
+        resume = agui_approval()
         resumed = records(client.post("/", json=resume))
         assert resumed[0] == {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2"}
         assert {
@@ -313,3 +325,124 @@ def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], r
             refused = client.post("/", json=agui_body(runId="r9", **fields))
             assert refused.status_code == 400, fields
             assert message in refused.json()["error"]
+
+
+# --- paused runs in the agent's checkpoint store ---------------------------------------------------
+
+
+def checkpoint_rows(path: Path) -> list[tuple[str, int]]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT run_id, consumed FROM ferrule_checkpoints ORDER BY seq").fetchall()
+    return [(str(run_id), int(consumed)) for run_id, consumed in rows]
+
+
+def restarted(serve: Callable[..., Server], make_app: Callable[[], Any]) -> Generator[httpx2.Client]:
+    """A client of a server of `make_app()`, then (the server stopped) a client of a new one."""
+    for _ in range(2):
+        server = serve(make_app)
+        with httpx2.Client(base_url=server.origin, timeout=60) as client:
+            yield client
+        server.__exit__()  # nothing of the app (nor of its pauses) is left in memory
+
+
+def test_vercel_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
+    serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
+) -> None:
+    path = tmp_path / "checkpoints.db"
+    clients = restarted(serve, lambda: vercel.app(recorder.agent(SqliteCheckpointStore(path))))
+    paused = records(next(clients).post("/", json={"id": "chat-s", "messages": [user("pay bob")]}))
+    assert {"type": "tool-approval-request", "approvalId": "approval-p1", "toolCallId": "p1"} in paused
+
+    client = next(clients)  # a new app on the same file
+    # The agent's checkpoint under its own run ID is used up; the chat's is the one resumable pause.
+    rows = checkpoint_rows(path)
+    assert [consumed for _, consumed in rows] == [1, 0]
+    assert rows[1][0] == "vercel:chat:chat-s"
+    assert recorder.payments == []
+    body = {"id": "chat-s", "messages": [user("pay bob"), approval_message(True)], "messageId": "a1"}
+    resumed = records(client.post("/", json=body))
+    assert {"type": "tool-output-available", "toolCallId": "p1", "output": "paid"} in resumed
+    assert recorder.payments == [7]
+    again = client.post("/", json=body)
+    assert again.status_code == 409
+    assert "no run waiting for approval" in again.json()["error"]
+    assert recorder.payments == [7]
+    assert checkpoint_rows(path)[-1] == ("vercel:chat:chat-s", 1)
+    clients.close()
+
+
+def test_ag_ui_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
+    serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
+) -> None:
+    path = tmp_path / "checkpoints.db"
+    clients = restarted(serve, lambda: ag_ui.app(recorder.agent(SqliteCheckpointStore(path))))
+    body = agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "pay"}])
+    events = records(next(clients).post("/", json=body))
+    assert events[-1]["outcome"]["interrupts"][0]["id"] == "approval-p1"
+
+    client = next(clients)  # a new app on the same file
+    new_message = agui_body(threadId="t-s", messages=[{"id": "1", "role": "user", "content": "hi"}])
+    assert "answer every interrupt" in client.post("/", json=new_message).json()["error"]
+    resume = agui_approval(threadId="t-s")
+    resumed = records(client.post("/", json=resume))
+    assert resumed[-1]["outcome"] == {"type": "success"}
+    assert recorder.payments == [7]
+    twice = client.post("/", json=resume)
+    assert twice.status_code == 409
+    assert "no run waiting for approval" in twice.json()["error"]
+    assert recorder.payments == [7]
+    clients.close()
+
+
+def test_a_ui_pause_is_resumable_by_run_id_and_a_new_message_abandons_it(
+    serve: Callable[..., Server], recorder: Recorder
+) -> None:
+    store = InMemoryCheckpointStore()
+    agent = recorder.agent(store)
+    assert agent.checkpoint_store is store
+    default = recorder.agent().checkpoint_store  # agents without a store share the process's
+    assert isinstance(default, InMemoryCheckpointStore)
+    assert recorder.agent().checkpoint_store is default
+    server = serve(lambda: vercel.app(agent))
+    with httpx2.Client(base_url=server.origin, timeout=60) as client:
+        records(client.post("/", json={"id": "chat-c", "messages": [user("pay bob")]}))
+
+        # The same store serves the agent directly (a CLI, a worker): the chat's pause by its run ID.
+        async def approve() -> str:
+            result = await agent.resume(run_id="vercel:chat:chat-c", decisions={"p1": Approved()})
+            assert not isinstance(result, Paused)
+            return result.output
+
+        assert anyio.run(approve) == "result: success"
+        assert recorder.payments == [7]
+        body = {"id": "chat-c", "messages": [user("pay bob"), approval_message(True)], "messageId": "a1"}
+        late = client.post("/", json=body)
+        assert late.status_code == 409
+        assert "no run waiting for approval" in late.json()["error"]
+
+        records(client.post("/", json={"id": "chat-d", "messages": [user("pay bob")]}))
+        moved_on = records(client.post("/", json={"id": "chat-d", "messages": [user("hello")]}))
+        assert any(c != "[DONE]" and c.get("delta") == "echo: hello" for c in moved_on)
+        abandoned = client.post("/", json={**body, "id": "chat-d"})
+        assert abandoned.status_code == 409
+    assert recorder.payments == [7]
+
+
+def test_a_paused_run_store_still_works_and_is_deprecated(
+    serve: Callable[..., Server], recorder: Recorder
+) -> None:
+    store = InMemoryPausedRunStore()
+    with pytest.warns(DeprecationWarning, match="checkpoint_store"):
+        app = vercel.app(recorder.agent(), store=store)
+    server = serve(lambda: app)
+    with httpx2.Client(base_url=server.origin, timeout=60) as client:
+        records(client.post("/", json={"id": "chat-l", "messages": [user("pay bob")]}))
+        assert len(store) == 1
+        body = {"id": "chat-l", "messages": [user("pay bob"), approval_message(True)], "messageId": "a1"}
+        resumed = records(client.post("/", json=body))
+        assert {"type": "tool-output-available", "toolCallId": "p1", "output": "paid"} in resumed
+        assert len(store) == 0
+        again = client.post("/", json=body)
+        assert again.status_code == 409
+        assert "no run waiting for approval" in again.json()["error"]
+    assert recorder.payments == [7]

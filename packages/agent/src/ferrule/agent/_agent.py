@@ -259,6 +259,14 @@ class Agent(Generic[DepsT, OutputT]):
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self._model!r}, tools={list(self._core.tools)})"
 
+    @property
+    def checkpoint_store(self) -> CheckpointStore:
+        """The store this agent's pauses are saved to and its resumes claim from.
+
+        The `checkpoint_store=` it was built with, else the process-wide in-memory store.
+        """
+        return checkpoint_store_of(self._core.side_effects)
+
     # --- configuration ------------------------------------------------------------------------------
 
     def _add_instruction(self, item: str | InstructionsFn) -> None:

@@ -26,9 +26,9 @@ from ._bridge import ApprovalResponse, UIBridge
 from ._errors import ClientInputError, UIError
 from ._events import CustomValue, UIEvent
 from ._limits import OnDisconnect, UILimits
+from ._pauses import Pauses
 from ._replay import ReplayBuffer
 from ._sanitize import split_prompt
-from ._store import PausedRunStore
 
 __all__ = [
     "CustomValues",
@@ -195,7 +195,7 @@ async def drive(
     open_stream: OpenStream,
     encode: Callable[[UIEvent], bytes],
     live: LiveStream,
-    store: PausedRunStore,
+    pauses: Pauses,
     key: str,
     preamble: Sequence[UIEvent] = (),
     custom_values: CustomValues | None = None,
@@ -219,7 +219,7 @@ async def drive(
                 paused = stream.paused
             if paused is not None:
                 # Saved before the client hears of the pause, so its decision always finds the run.
-                await store.save(key, paused.state)
+                await pauses.paused(key, paused.state)
             emit(bridge.finish(paused))
         except Exception as exc:
             if not isinstance(exc, UIError):
@@ -330,17 +330,16 @@ class FollowResponse(_Streamed):
 
 
 async def take_paused(
-    store: PausedRunStore, runs: Runs, key: str, expected: PausedState, noun: str
+    pauses: Pauses, runs: Runs, key: str, expected: PausedState, noun: str
 ) -> tuple[LiveStream, PausedState]:
-    """Reserve `key` and consume its paused run, which must still be `expected`; 409 otherwise."""
+    """Reserve `key` and take its paused run, which must still be `expected`; 409 otherwise."""
     live = runs.begin(key)
-    taken = await store.consume(key)
-    if taken is None or taken.state_id != expected.state_id:
+    try:
+        taken = await pauses.take(key, expected, noun)
+    except BaseException:
         runs.end(key)
         live.close()
-        if taken is not None:  # another request resumed it and it paused again: not ours to take
-            await store.save(key, taken)
-        raise ClientInputError(f"the paused run of {noun} {key!r} was already resumed", status=409)
+        raise
     return live, taken
 
 
@@ -364,7 +363,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
 
     agent: Agent[Any, Any]
     """The agent served."""
-    store: PausedRunStore
+    pauses: Pauses
     """Where paused runs wait for their decisions."""
     runs: Runs
     """The conversations' live streams and runs in flight."""
@@ -389,7 +388,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         run_deps = await resolve_deps(self.deps, request)
         live = self.runs.begin(key)
         if abandon_pause:
-            await self.store.consume(key)
+            await self.pauses.abandon(key)
         bridge = UIBridge(key, run_id, limits=self.limits)
 
         def open_stream() -> Any:
@@ -410,7 +409,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         """`key`'s paused run (which must still be `state`, as `take_paused`) resumed with `approval`'s decisions."""
         decisions, responses = approval
         run_deps = await resolve_deps(self.deps, request)
-        live, taken = await take_paused(self.store, self.runs, key, state, noun)
+        live, taken = await take_paused(self.pauses, self.runs, key, state, noun)
         bridge = UIBridge(
             key,
             run_id,
@@ -444,7 +443,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
 
     def respond(self, key: str, segment: Segment) -> RunResponse:
         """The streamed response running `segment` for `key`; its `restore` is put back if it never starts."""
-        live, runs, store = segment.live, self.runs, self.store
+        live, runs, pauses = segment.live, self.runs, self.pauses
 
         async def produce() -> None:
             try:
@@ -453,7 +452,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
                     open_stream=segment.open_stream,
                     encode=self.encode,
                     live=live,
-                    store=store,
+                    pauses=pauses,
                     key=key,
                     preamble=segment.preamble,
                     custom_values=self.custom_values,
@@ -465,7 +464,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
             runs.end(key)
             live.close()
             if segment.restore is not None:  # the resume never ran: the run waits for its decision again
-                await store.save(key, segment.restore)
+                await pauses.restore(key, segment.restore)
 
         return RunResponse(
             headers=self.headers,

@@ -1,8 +1,7 @@
-"""Where paused runs wait for the browser's decisions: a small store protocol and an in-memory default.
+"""The deprecated store of paused UI runs: a protocol keyed by conversation, and an in-memory one.
 
-The protocol has the shape of the agent's planned `CheckpointStore` (`save(run_id, state)`,
-`load(run_id)`, `consume(run_id)`), so a durable store written for the agent can be passed to the
-apps unchanged once it exists.
+The apps keep paused runs in the agent's `CheckpointStore` (see `_pauses`); `app(store=...)` with a
+`PausedRunStore` still works, with a `DeprecationWarning`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ __all__ = ["InMemoryPausedRunStore", "PausedRunStore"]
 
 @runtime_checkable
 class PausedRunStore(Protocol):
-    """Holds one paused run per key until it is resumed.
+    """Holds one paused run per key until it is resumed (deprecated: the apps use the agent's `CheckpointStore`).
 
     The apps key runs by conversation (AI SDK chat id, AG-UI thread id). `consume` must be atomic
     and single-use: of two concurrent calls for the same key at most one returns the state, so a

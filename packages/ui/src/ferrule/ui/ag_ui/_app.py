@@ -12,6 +12,7 @@ from ferrule.agent import Agent
 
 from .._errors import ClientInputError
 from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._pauses import pauses_for
 from .._sanitize import sanitize_messages
 from .._server import (
     CustomValues,
@@ -21,7 +22,7 @@ from .._server import (
     Segment,
     read_body,
 )
-from .._store import InMemoryPausedRunStore, PausedRunStore
+from .._store import PausedRunStore
 from ._encode import CONTENT_TYPE, browser_messages, encode_sse, parse_approval, parse_run_input
 
 __all__ = ["app"]
@@ -45,7 +46,8 @@ def app(
     """An ASGI app for AG-UI's HTTP transport: `POST /` takes a `RunAgentInput` and streams AG-UI events (SSE).
 
     A run that needs approval ends with `RUN_FINISHED` and an interrupt outcome; the thread's
-    paused run waits in `store`. The next input for that thread must answer every interrupt in
+    paused run waits in `agent.checkpoint_store` as the checkpoint of run `ag-ui:thread:<thread id>`
+    (in `store`, a deprecated `PausedRunStore`, when one is given). The next input for that thread must answer every interrupt in
     `resume` (anything else gets 409); it resumes the run exactly once. Client history is
     sanitized: `system`/`developer` messages are refused, the client's tool, reasoning and activity
     messages are display state and ignored, and frontend `tools`, `context` and `state` are
@@ -56,7 +58,7 @@ def app(
     """
     host = Host(
         agent=agent,
-        store=store if store is not None else InMemoryPausedRunStore(),
+        pauses=pauses_for(agent, store, "ag-ui:thread"),
         runs=Runs(max_active_runs, max_active_runs, replay_max_events, replay_max_bytes),
         deps=deps,
         limits=limits,
@@ -78,7 +80,7 @@ def app(
         if run_input.state not in (None, {}):
             raise ClientInputError("shared state is not supported by this agent")
         key = run_input.thread_id
-        state = await host.store.load(key)
+        state = await host.pauses.waiting(key)
         if run_input.resume:
             if state is None:
                 raise ClientInputError(

@@ -15,6 +15,7 @@ from .._bridge import decisions_from
 from .._errors import ClientInputError
 from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._pauses import pauses_for
 from .._sanitize import sanitize_messages
 from .._server import (
     CustomValues,
@@ -27,7 +28,7 @@ from .._server import (
     new_run_id,
     read_body,
 )
-from .._store import InMemoryPausedRunStore, PausedRunStore
+from .._store import PausedRunStore
 from ._encode import HEADERS, approvals_from, browser_messages, encode, parse_request
 
 __all__ = ["app"]
@@ -50,9 +51,11 @@ def app(
     """An ASGI app for the AI SDK's default chat transport; mount it at the chat's `api` path.
 
     - `POST /` takes `DefaultChatTransport`'s body and streams the run as a UI message stream.
-      When the last message is the assistant's with answered approvals, the chat's paused run is
-      taken from `store` (exactly once: a second post of the same decisions gets 409) and resumed
-      with them. A new user message abandons a paused run that was not answered.
+      When the last message is the assistant's with answered approvals, the chat's paused run (the
+      checkpoint of run `vercel:chat:<chat id>` in `agent.checkpoint_store`) is resumed with them,
+      exactly once: a second post of the same decisions gets 409, in any process sharing the store.
+      A new user message abandons a paused run that was not answered. `store` (a `PausedRunStore`)
+      is deprecated: paused runs are kept there instead, with a `DeprecationWarning`.
     - `GET /{chat_id}/stream` replays the chat's run in flight from its first record and follows
       it (the transport's `reconnectToStream`); 204 when none is in flight.
 
@@ -64,7 +67,7 @@ def app(
     """
     host = Host(
         agent=agent,
-        store=store if store is not None else InMemoryPausedRunStore(),
+        pauses=pauses_for(agent, store, "vercel:chat"),
         runs=Runs(max_active_runs, max_streams, replay_max_events, replay_max_bytes),
         deps=deps,
         limits=limits,
@@ -83,7 +86,7 @@ def app(
         if responses:
             assert message_id is not None
             check_id("message id", message_id, limits.max_id_bytes)
-            state = await host.store.load(key)
+            state = await host.pauses.waiting(key)
             if state is None:
                 raise ClientInputError(
                     f"chat {key!r} has no run waiting for approval: it was already resumed, or never paused",
