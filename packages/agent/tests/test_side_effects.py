@@ -46,6 +46,7 @@ from ferrule.agent.exceptions import (
     run_state_of,
 )
 from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
@@ -612,6 +613,14 @@ async def test_n05_a_resumed_run_that_pauses_again_gets_a_new_checkpoint() -> No
     )
     assert isinstance(done, AgentRunResult)
     assert ledger.charges == [7, 7]
+
+
+def test_sqlite_store_refuses_a_key_that_is_not_bytes_when_built(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    with pytest.raises(UserError, match=r"integrity_key must be bytes, got str .*key\.encode\(\)") as raised:
+        SqliteCheckpointStore(db, integrity_key="k1-secret")  # pyright: ignore[reportArgumentType]
+    assert "k1-secret" not in str(raised.value)
+    assert not db.exists()  # refused before anything was opened
 
 
 async def test_n04_sqlite_store_keeps_signed_states_in_a_file(tmp_path: Path) -> None:
