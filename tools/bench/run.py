@@ -175,6 +175,16 @@ print(_dt, _rss)
 """
 
 
+def _bytecode_env() -> dict[str, str]:
+    """The environment of workload 1's interpreters: this one's, with bytecode writing allowed.
+
+    Workload 1 measures imports with bytecode cached (as after `pip install`, or any first import
+    that may write its cache): with `PYTHONDONTWRITEBYTECODE` set (this machine sets it), the
+    untimed first import could leave no cache behind and every import would compile from source.
+    """
+    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 class BenchError(Exception):
     """A worker failed or produced a wrong answer."""
 
@@ -358,7 +368,7 @@ class Runner:
     # -- workloads -----------------------------------------------------------------------------------
 
     def imports(self) -> None:
-        """Workload 1: cold import time in fresh interpreters, frameworks interleaved round by round."""
+        """Workload 1: import time in fresh interpreters, bytecode cached, frameworks interleaved round by round."""
         # A smoke run checks the probe works with the largest import only: peers take seconds each.
         chosen = {"1c": IMPORTS["1c"]} if self.smoke else IMPORTS
         rows = {rid: self._row(rid, title, "ms", 1e-6) for rid, (title, _) in chosen.items()}
@@ -376,14 +386,22 @@ class Runner:
             for fw, code in codes.items()
             if fw in self.frameworks
         }
+        env = _bytecode_env()
         if not self.smoke:
             # One untimed import first, so bytecode caches exist and the disk cache is warm for all.
             for probe in set(probes.values()):
-                subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, check=False)
+                subprocess.run(
+                    [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, check=False
+                )
         for _ in range(self.sizes.import_rounds):
             for (rid, fw), probe in probes.items():
                 done = subprocess.run(
-                    [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False
+                    [sys.executable, "-c", probe],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
                 )
                 if done.returncode != 0:
                     self.errors.append(f"{fw} import {rid} failed:\n{done.stderr.strip()[-2000:]}")

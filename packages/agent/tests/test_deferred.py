@@ -28,6 +28,7 @@ from ferrule.agent.exceptions import (
     PausedStateVersionError,
 )
 from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
@@ -387,6 +388,28 @@ async def test_tampered_state_is_rejected() -> None:
     unsigned = (await paused_run(world)).to_json()
     with pytest.raises(PausedStateIntegrityError, match="not signed"):
         await build_agent(world).resume(unsigned, decisions, deps=world, integrity_key=KEY)
+    assert world.executed == []
+
+
+async def test_a_key_that_is_not_bytes_is_refused_without_echoing_it() -> None:
+    world = World()
+    paused = await paused_run(world)
+    secret = "s3cret-key-text"
+    with pytest.raises(UserError, match=r"integrity_key must be bytes, got str .*key\.encode\(\)") as raised:
+        paused.to_json(integrity_key=secret)  # pyright: ignore[reportArgumentType]
+    assert secret not in str(raised.value)
+    signed = paused.to_json(integrity_key=secret.encode())
+    with pytest.raises(UserError, match="integrity_key must be bytes, got str") as raised:
+        PausedState.from_json(signed, integrity_key=secret)  # pyright: ignore[reportArgumentType]
+    assert secret not in str(raised.value)
+    with pytest.raises(UserError, match=r"integrity_key must be bytes, got int$"):
+        PausedState.from_json(signed, integrity_key=1234)  # pyright: ignore[reportArgumentType]
+    decisions = {"big": Approved(), "ext": ExternalResult()}
+    with pytest.raises(UserError, match="integrity_key must be bytes, got str"):
+        await build_agent(world).resume(signed, decisions, deps=world, integrity_key=secret)  # pyright: ignore[reportArgumentType]
+    as_bytearray = bytearray(secret.encode())  # hmac takes it, so it stays accepted
+    restored = PausedState.from_json(signed, integrity_key=as_bytearray)  # pyright: ignore[reportArgumentType]
+    assert restored.state_id == paused.state.state_id
     assert world.executed == []
 
 

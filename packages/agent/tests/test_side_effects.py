@@ -46,6 +46,7 @@ from ferrule.agent.exceptions import (
     run_state_of,
 )
 from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
@@ -240,6 +241,47 @@ async def test_n02_confirm_callback_decides_instead_of_pausing() -> None:
         ("big", "confirmation_required"),
         ("small", "confirmation_required"),
     ]
+    assert ledger.charges == [5]
+
+
+async def test_n02_confirm_is_asked_only_about_the_calls_that_wait_even_when_ids_repeat() -> None:
+    # A response decided by confirm= never pauses, so two calls may share an ID here: the call that
+    # needs no confirmation must neither be asked about nor get the other call's decision.
+    ledger = Ledger()
+    notes: list[str] = []
+    asked: list[tuple[str, Any]] = []
+
+    def note(text: str) -> str:
+        """Write a note."""
+        notes.append(text)
+        return "noted"
+
+    def confirm(ctx: RunContext[Any], tool: Tool[Any], args: Any) -> bool:
+        asked.append((tool.name, ctx.tool_call_id))
+        return False
+
+    charge = Tool(ledger.charge, name="charge", confirmation="always")
+    model = first_prompt_calls(call("note", "dup", text="hi"), call("charge", "dup", cents=500))
+    result = await Agent(model, tools=[Tool(note), charge], confirm=confirm).run("go")
+    assert asked == [("charge", "dup")]
+    assert notes == ["hi"]
+    assert ledger.charges == []
+    results = result.new_messages()[2]
+    assert isinstance(results, ModelRequest)
+    assert [(p.tool_name, p.outcome) for p in results.parts if isinstance(p, ToolReturnPart)] == [
+        ("note", "success"),
+        ("charge", "denied"),
+    ]
+
+    # One tool, one ID, approval depending on the arguments: only the big charge is asked about.
+    def big(ctx: RunContext[Any], args: Any) -> bool:
+        return args.cents > 100
+
+    asked.clear()
+    by_amount = Tool(ledger.charge, name="charge", requires_approval=big)
+    model = first_prompt_calls(call("charge", "dup", cents=5), call("charge", "dup", cents=500))
+    await Agent(model, tools=[by_amount], confirm=confirm).run("go")
+    assert asked == [("charge", "dup")]
     assert ledger.charges == [5]
 
 
@@ -612,6 +654,14 @@ async def test_n05_a_resumed_run_that_pauses_again_gets_a_new_checkpoint() -> No
     )
     assert isinstance(done, AgentRunResult)
     assert ledger.charges == [7, 7]
+
+
+def test_sqlite_store_refuses_a_key_that_is_not_bytes_when_built(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    with pytest.raises(UserError, match=r"integrity_key must be bytes, got str .*key\.encode\(\)") as raised:
+        SqliteCheckpointStore(db, integrity_key="k1-secret")  # pyright: ignore[reportArgumentType]
+    assert "k1-secret" not in str(raised.value)
+    assert not db.exists()  # refused before anything was opened
 
 
 async def test_n04_sqlite_store_keeps_signed_states_in_a_file(tmp_path: Path) -> None:

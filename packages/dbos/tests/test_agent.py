@@ -89,6 +89,23 @@ def test_killed_after_the_first_tool_call_resumes_without_repeats(
         assert API_KEY.encode() not in Path(database.url.removeprefix("sqlite:///")).read_bytes()
 
 
+def test_a_run_recovered_by_changed_code_stops_with_a_runtime_mismatch(
+    database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
+) -> None:
+    # Fails loudly if DBOS stops raising the class ferrule catches (`dbos.error.DBOSUnexpectedStepError`):
+    # the engine's own error would come out instead of RuntimeMismatchError.
+    server = chat_server(THREE_STEPS)
+    crashed(database, server, tmp_path, "crash-before-request-1")
+    assert effects(tmp_path / "effects.log") == ["add 1 2"]
+    lines = finished(database, server, tmp_path, "changed")
+    stopped = [line for line in lines if line.startswith("stopped ")]
+    assert stopped, lines
+    assert stopped[0].startswith("stopped RuntimeMismatchError: the workflow replayed step "), stopped
+    assert "the agent, its tools or its prompt changed since the run started" in stopped[0]
+    assert effects(tmp_path / "effects.log") == ["add 1 2"], "nothing ran again"
+    assert dict(server.served) == {0: 1}, "no model request after the mismatch"
+
+
 def test_killed_during_a_model_request_repeats_only_that_request(
     database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
 ) -> None:

@@ -14,6 +14,8 @@ call in EFFECT_LOG. MODE:
 - `stream`: stream the run into `events.log` through a `CheckpointedStreamSink` whose committed
   ordinals are kept in `commits.log` (both beside EFFECT_LOG).
 - `fail`: wait for the run to fail (its `explode` tool raises) and print `result()`'s error.
+- `changed`: `add` is no longer idempotent (so its call is recorded as two steps, not one): print
+  the error with which recovery of a run started by the unchanged code stops.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from typing import Any
 from dbos import DBOS
 
 from ferrule.agent import Agent, Approved, Denied, Tool
-from ferrule.agent.durable import CheckpointedStreamSink, PersistedFailureError, PersistedSuspensionError
+from ferrule.agent.durable import (
+    CheckpointedStreamSink,
+    DurableError,
+    PersistedFailureError,
+    PersistedSuspensionError,
+)
 from ferrule.agent.hooks import HookEvent
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.durable.dbos import DBOSAgent
@@ -82,7 +89,7 @@ provider = OpenAIProvider(api_key=API_KEY, base_url=BASE_URL, url_policy=UrlPoli
 agent = Agent(
     OpenAIChatModel("gpt-4o", provider=provider),
     tools=[
-        Tool(add, side_effect="idempotent"),
+        Tool(add, side_effect="non_idempotent" if MODE == "changed" else "idempotent"),
         Tool(charge),
         Tool(ship, requires_approval=True),
         Tool(explode, side_effect="read_only"),
@@ -122,6 +129,12 @@ async def main() -> None:
             await durable.result(WORKFLOW_ID)
         except PersistedFailureError as exc:
             print(f"failed: {exc}", flush=True)
+        os._exit(0)
+    if MODE == "changed":
+        try:
+            await handle.get_result()
+        except DurableError as exc:
+            print(f"stopped {type(exc).__name__}: {exc}", flush=True)
         os._exit(0)
     if MODE in ("approve", "deny"):
         pending = await durable.pending(WORKFLOW_ID, wait_seconds=120)

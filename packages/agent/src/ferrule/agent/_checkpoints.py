@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 import anyio
 import msgspec
 
-from ._deferred import PausedState
+from ._deferred import PausedState, checked_integrity_key
 from ._errors import AgentRunError
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class SqliteCheckpointStore:
         """The database file."""
         self.timeout = timeout
         """Seconds a call waits for another connection's write lock before failing."""
-        self._integrity_key = integrity_key
+        self._integrity_key = checked_integrity_key(integrity_key)  # refused here, not at the first save
         self._ready = False
         self._ready_lock = threading.Lock()
 

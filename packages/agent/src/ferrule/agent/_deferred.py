@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias, cast
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.errors import UserError
 from ferrule.core.messages import Message, ModelResponse, ToolCallPart
 from ferrule.core.usage import RunUsage
 
@@ -62,6 +63,17 @@ class DeferredCall(msgspec.Struct, frozen=True, kw_only=True):
     """The arguments the model sent, always as a JSON object (decoded when the model sent JSON text)."""
     kind: Literal["approval", "external"] = "approval"
     """`approval`: decide with `Approved`/`Denied`; `external`: supply an `ExternalResult` (or `Denied`)."""
+
+
+def checked_integrity_key(key: object) -> bytes | None:
+    """`key` when it is `None` or bytes; anything else is refused before it reaches hmac.
+
+    The message names only the key's type, never its value (the key is a secret).
+    """
+    if key is None or isinstance(key, (bytes, bytearray)):
+        return cast("bytes | None", key)
+    hint = " (encode it, e.g. `key.encode()`)" if isinstance(key, str) else ""
+    raise UserError(f"integrity_key must be bytes, got {type(key).__name__}{hint}")
 
 
 # hmac (and hashlib, OpenSSL's digests) load with the first signed state, not with the agent.
@@ -126,6 +138,7 @@ class PausedState(msgspec.Struct, kw_only=True):
         The history inside is ferrule's versioned history document (`ferrule.core.history.dumps`),
         so files in tool results and ferrule-only fields survive the round trip.
         """
+        key = checked_integrity_key(integrity_key)
         from ferrule.core import history  # loaded with the first paused state, not with the agent
 
         fields = {
@@ -140,7 +153,7 @@ class PausedState(msgspec.Struct, kw_only=True):
             )
         except (TypeError, msgspec.EncodeError) as exc:  # msgspec names only the type: no secret
             raise PausedStateEncodeError(_unencodable_message(self, exc)) from exc
-        mac = _mac(integrity_key, body) if integrity_key is not None else None
+        mac = _mac(key, body) if key is not None else None
         head = msgspec.json.encode(
             {"format": PAUSED_STATE_FORMAT, "version": PAUSED_STATE_VERSION, "mac": mac}
         )
@@ -153,6 +166,7 @@ class PausedState(msgspec.Struct, kw_only=True):
         With `integrity_key`, the state must carry a matching HMAC; without it, a signed state is
         refused too (pass the key it was signed with).
         """
+        integrity_key = checked_integrity_key(integrity_key)
         try:
             envelope = bounded_json.decode(data, type=_Envelope, limits=bounded_json.PAUSED_STATE)
         except bounded_json.JsonError as exc:

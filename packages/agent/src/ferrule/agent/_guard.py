@@ -23,6 +23,7 @@ from ._context import RunContext
 from ._controls import ConfirmFn, GuardFn
 from ._deferred import Approved, DeferredCall, Denied
 from ._errors import DecisionError, ModelRetry
+from ._pause import args_object
 from ._tools import Tool
 
 if TYPE_CHECKING:
@@ -86,11 +87,12 @@ async def confirmed(
     """
     if any(d.kind == "external" for d in deferred):
         return False
-    waiting = {d.tool_call_id for d in deferred}
-    for c in calls:
+    waiting = _waiting(calls, deferred)
+    if waiting is None:
+        return False  # fail closed: a waiting call not found here pauses instead of running unasked
+    for c in waiting:
         tool = c.tool
-        if c.part.tool_call_id not in waiting or tool is None:
-            continue
+        assert tool is not None
         ctx = run.call_context(tool, c.part.tool_call_id)
         verdict = await _call(confirm, ctx, tool, c.args)
         if verdict is True:
@@ -113,6 +115,35 @@ async def confirmed(
                 f"confirm= returned {verdict!r}; return True, False, Approved(...) or Denied(...)"
             )
     return True
+
+
+def _waiting(calls: list[ToolCallState], deferred: list[DeferredCall]) -> list[ToolCallState] | None:
+    """The calls `deferred` was made from, matched by position, not by ID.
+
+    `deferred_calls` lists the waiting calls in call order, so `deferred` is a subsequence of
+    `calls`: each entry is the next undecided call of its ID, tool and arguments. A response decided
+    here never pauses, so two of its calls may share an ID (a pause refuses that): the ID alone
+    would also ask about, and decide, a call that needs no confirmation. `None` when an entry
+    matches no call.
+    """
+    waiting: list[ToolCallState] = []
+    entries = iter(deferred)
+    entry = next(entries, None)
+    for c in calls:
+        if entry is None:
+            break
+        part = c.part
+        if (
+            c.kind == "function"
+            and c.tool is not None
+            and c.decision is None
+            and part.tool_call_id == entry.tool_call_id
+            and part.tool_name == entry.tool_name
+            and args_object(part.args) == entry.args
+        ):
+            waiting.append(c)
+            entry = next(entries, None)
+    return waiting if entry is None else None
 
 
 async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:

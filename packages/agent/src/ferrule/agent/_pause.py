@@ -40,6 +40,7 @@ from ._util import duplicate_call_id
 
 __all__ = [
     "apply_decisions",
+    "args_object",
     "deferred_calls",
     "needs_approval",
     "pause",
@@ -88,14 +89,14 @@ async def deferred_calls(run: LoopState, calls: list[ToolCallState]) -> list[Def
                 DeferredCall(
                     tool_call_id=c.part.tool_call_id,
                     tool_name=c.part.tool_name,
-                    args=_args_object(c.part.args),
+                    args=args_object(c.part.args),
                     kind="external" if tool.kind == "external" else "approval",
                 )
             )
     return deferred
 
 
-def _args_object(args: str | dict[str, Any] | None) -> dict[str, Any]:
+def args_object(args: str | dict[str, Any] | None) -> dict[str, Any]:
     """Validated call arguments as a JSON object, whatever form the model sent them in."""
     if isinstance(args, dict):
         return args

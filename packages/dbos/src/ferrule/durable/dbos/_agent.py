@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
-from dbos._error import DBOSUnexpectedStepError
+from dbos import error as dbos_error  # public (`dbos.__all__`): DBOS's exception classes
 from ferrule.agent import Agent, DeferredCall, Paused, ResumeDecisions
 from ferrule.agent.durable import (
     PROCESS_TOKEN,
@@ -67,7 +67,7 @@ class DBOSSteps:
                 return unknown_outcome() if started_by != PROCESS_TOKEN else await execute()
 
             return await DBOS.run_step_async({"name": step.id}, guarded)
-        except DBOSUnexpectedStepError as exc:
+        except dbos_error.DBOSUnexpectedStepError as exc:
             raise RuntimeMismatchError(
                 f"the workflow replayed step {step.id!r} where its history holds another step ({exc}); "
                 "the agent, its tools or its prompt changed since the run started: finish the run with "
