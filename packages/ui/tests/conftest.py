@@ -6,10 +6,9 @@ import importlib.util
 import os
 import shutil
 import socket
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +63,21 @@ def free_port() -> int:
 
 
 class Server:
-    """An ASGI app run by uvicorn in a thread (its own asyncio loop) on 127.0.0.1."""
+    """An ASGI app run by uvicorn in a thread (its own asyncio loop) on 127.0.0.1.
+
+    The listening socket is bound here and handed to uvicorn, so no other process on a busy machine
+    can take the port between choosing it and serving on it.
+    """
 
     def __init__(self, make_app: Callable[[], Any]) -> None:
         import uvicorn
 
-        self.port = free_port()
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(make_app, factory=True, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property
     def origin(self) -> str:
@@ -90,6 +95,7 @@ class Server:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(15)
+        self.socket.close()
 
 
 @pytest.fixture
@@ -107,39 +113,85 @@ def serve() -> Iterator[Callable[[Callable[[], Any]], Server]]:
         server.__exit__()
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Headless Debian Chromium driven by Selenium through the system chromedriver (nothing downloaded)."""
-    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
-        unavailable("Debian's chromium and chromium-driver are not installed")
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the test item, so the `browser` fixture knows whether the test failed."""
+    report = yield
+    item.stash.setdefault(REPORTS, {})[call.when] = report
+    return report
+
+
+REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+CHROME_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1000,900",
+)
+
+
+def start_chrome(folder: Path) -> Any:
+    """A Chromium session with its own profile and a verbose chromedriver log, both under `folder`."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    profile = tempfile.mkdtemp(prefix="ferrule-ui-chromium-")
+    folder.mkdir()
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1000,900",
-        f"--user-data-dir={profile}",
-    ):
+    for flag in (*CHROME_FLAGS, f"--user-data-dir={folder / 'profile'}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
+    service = Service(
+        executable_path=CHROMEDRIVER, service_args=["--verbose"], log_output=str(folder / "chromedriver.log")
+    )
+    driver = webdriver.Chrome(service=service, options=options)
+    # Commands wait on a loaded machine rather than fail: a navigation or script may take its time.
+    driver.set_page_load_timeout(120)
+    driver.set_script_timeout(120)
+    return driver
+
+
+def print_log_tail(log: Path) -> None:
+    """Print chromedriver's last log entries (one line each: the verbose log continues them with JSON)."""
+    if log.is_file():
+        entries = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[")]
+        print(f"chromedriver log ({log}), its last entries:", *entries[-40:], sep="\n")
+
+
+@pytest.fixture
+def browser(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Headless Debian Chromium driven by Selenium through the system chromedriver (nothing downloaded).
+
+    Starting a session is tried twice: on a loaded machine chromedriver can lose the race for the port
+    Selenium picked for it, or Chromium can miss chromedriver's start-up deadline. Nothing the test
+    does is retried. When the test fails, the tail of chromedriver's log is printed with it.
+    """
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        unavailable("Debian's chromium and chromium-driver are not installed")
+    from selenium.common.exceptions import WebDriverException
+
+    folder = tmp_path / "chromium-1"
+    try:
+        driver = start_chrome(folder)
+    except WebDriverException as first:
+        print(f"starting Chromium failed once ({first.msg}); chromedriver log: {folder / 'chromedriver.log'}")
+        folder = tmp_path / "chromium-2"
+        driver = start_chrome(folder)
     try:
         yield driver
     finally:
         driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        if any(report.failed for report in request.node.stash.get(REPORTS, {}).values()):
+            print_log_tail(folder / "chromedriver.log")
+        shutil.rmtree(folder / "profile", ignore_errors=True)
 
 
 def screenshot(driver: Any, name: str) -> Path:

@@ -18,13 +18,30 @@ from .conftest import Server, screenshot
 
 WAIT = 60  # seconds a DOM condition may take on a loaded 2-core machine; a wait, never an assertion on speed
 
+# The pages rebuild their message list on every streamed chunk, so an element found by one WebDriver
+# command can be gone by the next (StaleElementReferenceException, seen on a loaded machine). Every
+# read of the messages is therefore one script run in the page: one consistent DOM, no held elements.
+READ_TEXTS = """
+return arguments[0].map((css) => Array.from(document.querySelectorAll(css), (node) => node.innerText.trim()));
+"""
 
-def wait_for(driver: Any, css: str, timeout: float = WAIT) -> Any:
+
+def texts(driver: Any, *selectors: str) -> list[list[str]]:
+    """The visible text of every element each CSS selector matches, all read from the same DOM."""
+    return driver.execute_script(READ_TEXTS, list(selectors))
+
+
+def wait_for(driver: Any, css: str, timeout: float = WAIT) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+    WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def wait_for_texts(driver: Any, *selectors: str) -> list[list[str]]:
+    """Wait until the first selector matches, then the texts of every selector, read at that moment."""
+    return wait_until(driver, lambda d: (found := texts(d, *selectors))[0] and found)
 
 
 def wait_until(driver: Any, condition: Callable[[Any], Any], timeout: float = WAIT) -> Any:
@@ -33,10 +50,23 @@ def wait_until(driver: Any, condition: Callable[[Any], Any], timeout: float = WA
     return WebDriverWait(driver, timeout).until(condition)
 
 
-def assistant_text(driver: Any) -> str:
+def click(driver: Any, css: str) -> None:
+    """Click the element `css` matches, found afresh until one is clicked (a re-render makes it stale)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
-    return " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, ".role-assistant .text"))
+    def clicked(d: Any) -> bool:
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    # A stale element is refused before any click is dispatched, so trying again never clicks twice.
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    WebDriverWait(driver, WAIT, ignored_exceptions=ignored).until(clicked)
+
+
+def assistant_text(driver: Any) -> str:
+    return " ".join(texts(driver, ".role-assistant .text")[0])
 
 
 def status(driver: Any) -> str:
@@ -81,30 +111,31 @@ def test_streamed_text_and_tool_call(browser: Any, app_server: Server, path: str
     browser.get(app_server.origin + path)
     wait_for(browser, "#prompt")
     ask(browser, "What is the weather in Paris?")
-    tool = wait_for(browser, '.tool[data-tool-name="get_weather"][data-state="output-available"]')
-    assert '"city":"Paris"' in tool.find_element("css selector", ".tool-input").text
-    assert tool.find_element("css selector", ".tool-output").text == "sunny, 21 °C in Paris"
+    tool = '.tool[data-tool-name="get_weather"][data-state="output-available"]'
+    _, (tool_input, *_), (tool_output, *_) = wait_for_texts(
+        browser, tool, f"{tool} .tool-input", f"{tool} .tool-output"
+    )
+    assert '"city":"Paris"' in tool_input
+    assert tool_output == "sunny, 21 °C in Paris"
     wait_until(browser, lambda d: "It is sunny, 21 °C in Paris." in assistant_text(d))
     wait_until(browser, finished)
     text = assistant_text(browser)
     assert text.startswith("Let me check the weather.")
-    user = browser.find_element("css selector", ".role-user .text")
-    assert user.text == "What is the weather in Paris?"
+    (user, *_), data = texts(browser, ".role-user .text", '.data[data-name="weather"]')
+    assert user == "What is the weather in Paris?"
     if path == "/":
-        data = browser.find_element("css selector", '.data[data-name="weather"]')
-        assert data.text == '{"city":"Paris","temperature_c":21,"sky":"sunny"}'
+        assert data[:1] == ['{"city":"Paris","temperature_c":21,"sky":"sunny"}']
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-tool-call")
     assert page_errors(browser) == []
 
 
-def ask_to_pay(driver: Any, url: str, answer: str) -> Any:
-    """Ask the page at `url` for a gated payment; the `answer` button of its approval, once the run paused."""
+def ask_to_pay(driver: Any, url: str, answer: str) -> str:
+    """Ask the page at `url` for a gated payment; once the run paused, the selector of its `answer` button."""
     driver.get(url)
     wait_for(driver, "#prompt")
     ask(driver, "Please pay alice 250 EUR")
-    button = wait_for(
-        driver, f'.tool[data-tool-name="send_money"][data-state="approval-requested"] button.{answer}'
-    )
+    button = f'.tool[data-tool-name="send_money"][data-state="approval-requested"] button.{answer}'
+    wait_for(driver, button)
     wait_until(driver, finished)
     return button
 
@@ -114,20 +145,20 @@ def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledge
     approve = ask_to_pay(browser, app_server.origin + path, "approve")
     assert ledger == []  # nothing runs before the user decides
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-approval-requested")
-    approve.click()
+    click(browser, approve)
     wait_for(browser, '.tool[data-tool-name="send_money"][data-state="output-available"]')
     wait_until(browser, lambda d: "Done: sent 250 EUR to alice." in assistant_text(d))
     wait_until(browser, finished)
     assert ledger == ["250 EUR to alice"]
-    output = browser.find_element("css selector", '.tool[data-tool-name="send_money"] .tool-output')
-    assert output.text == "sent 250 EUR to alice"
+    ((output, *_),) = texts(browser, '.tool[data-tool-name="send_money"] .tool-output')
+    assert output == "sent 250 EUR to alice"
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-approved")
     assert page_errors(browser) == []
 
 
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
 def test_deny_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: list[str]) -> None:
-    ask_to_pay(browser, app_server.origin + path, "deny").click()
+    click(browser, ask_to_pay(browser, app_server.origin + path, "deny"))
     wait_for(browser, '.tool[data-tool-name="send_money"][data-state="output-denied"]')
     wait_until(browser, lambda d: "OK, I did not send the money." in assistant_text(d))
     wait_until(browser, finished)
