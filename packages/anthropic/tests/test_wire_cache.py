@@ -38,17 +38,9 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.providers.anthropic import codec
 from tests.support.cassettes import ANTHROPIC_FOLDERS, cassette_root, iter_interactions
+from tests.support.wire_cache import Marking
 
 MODEL = "claude-sonnet-4-5"
-
-
-class Marking(WireCache):
-    """A cache whose reused turns say so: `step` reads `STEP` in every turn taken from it."""
-
-    __slots__ = ()
-
-    def encode(self, messages: Any, view: Any, encode: Any, /) -> bytes:
-        return super().encode(messages, view, encode).replace(b"step", b"STEP")
 
 
 def assert_same(call: ModelCall, cache: WireCache, model: str = MODEL) -> codec.EncodedRequest:
