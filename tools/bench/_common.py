@@ -19,6 +19,9 @@ __all__ = [
     "MODEL",
     "PROMPT",
     "TEXT",
+    "TEXT_PIECES",
+    "UI_PIECES",
+    "UI_REQUEST",
     "long_history",
     "Stats",
     "Unsupported",
@@ -38,6 +41,16 @@ PROMPT = "What is 1 + 2? Use the add tool."
 TEXT = "The answer is 3."
 """The text the no-network function models answer with (the mock server's default answer too)."""
 TEXT_PIECES = ("The", " answer", " is", " 3.")
+UI_PIECES = TEXT_PIECES * 25
+"""Workload 12's answer: 100 text deltas after the tool call, each one record to the browser."""
+UI_REQUEST = msgspec.json.encode(
+    {
+        "id": "chat-1",
+        "trigger": "submit-message",
+        "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": PROMPT}]}],
+    }
+)
+"""Workload 12's request: the body an AI SDK `useChat` posts for a first message."""
 
 
 async def add(a: int, b: int) -> int:

@@ -113,6 +113,10 @@ async def _measure(framework: str, bench: Any, spec: dict[str, Any]) -> dict[str
         fn = bench.stream_text(spec["base"], spec["api"])
         _check(framework, f"{kind} deltas", await fn(), spec["deltas"])
         return {"samples": await _per_run(fn, spec)}
+    if kind == "ui_stream":
+        fn = bench.ui_stream()
+        _check(framework, f"{kind} text-delta records", await fn(), spec["deltas"])
+        return {"samples": await _per_run(fn, spec)}
     if kind == "instantiate":
         make = bench.instantiate(spec["base"])
         _check(framework, f"{kind} gives an agent", make() is not None, True)

@@ -33,6 +33,7 @@ _WORKLOADS: dict[str, tuple[str, Callable[[MockServer], tuple[Any, ...]], int]] 
     "4b": ("stream_text", lambda s: (s.base("d1000"), "chat"), 20),
     "4c": ("stream_text", lambda s: (s.base("d50"), "responses"), 200),
     "4d": ("stream_text", lambda s: (s.base("d1000"), "responses"), 20),
+    "12a": ("ui_stream", lambda s: (), 200),
 }
 _SLOPES = (("4a", "4b", "Chat Completions"), ("4c", "4d", "Responses"))
 

@@ -9,7 +9,18 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client, long_history
+from tools.bench._common import (
+    API_KEY,
+    MODEL,
+    PROMPT,
+    TEXT,
+    TEXT_PIECES,
+    UI_PIECES,
+    UI_REQUEST,
+    add,
+    http_client,
+    long_history,
+)
 
 NAME = "ferrule"
 
@@ -86,8 +97,8 @@ class Bench:
         """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
         return self._runner(self._agent(self._function_model()), stream)
 
-    def _function_model(self) -> Any:
-        """The two-step function model of workloads 2 and 10c (tool call, then text)."""
+    def _function_model(self, pieces: tuple[str, ...] = TEXT_PIECES) -> Any:
+        """The two-step function model of workloads 2, 10c and 12 (tool call, then text)."""
         from ferrule.agent.testing import DeltaToolCall, FunctionModel
         from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from ferrule.core.usage import RequestUsage
@@ -108,12 +119,35 @@ class Bench:
 
         async def stream_function(messages: Any, info: Any) -> AsyncIterator[Any]:
             if answered(messages):
-                for piece in TEXT_PIECES:
+                for piece in pieces:
                     yield piece
             else:
                 yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
 
         return FunctionModel(function, stream_function=stream_function)
+
+    def ui_stream(self) -> Callable[[], Awaitable[int]]:
+        """Workload 12: an AI SDK chat request body to the run's UI message stream records.
+
+        What `ferrule.ui.vercel.app` does for a post, without HTTP: parse and bound the body, make
+        the browser's history safe, stream the run through a `UIBridge`, encode every event.
+        """
+        from ferrule.ui import UIBridge, sanitize_messages, vercel
+
+        agent = self._agent(self._function_model(UI_PIECES))
+
+        async def run_once() -> int:
+            chat = vercel.parse_request(UI_REQUEST)
+            history = sanitize_messages(vercel.browser_messages(chat))
+            bridge = UIBridge(chat.id, "run-1")
+            deltas = 0
+            async with agent.run_stream(message_history=history) as stream:
+                async for event in bridge.stream(stream):
+                    record = vercel.encode(event)
+                    deltas += b'"text-delta"' in record
+            return deltas
+
+        return run_once
 
     def instantiate(self, base: str) -> Callable[[], Any]:
         """Workload 10: `Agent(model, tools=[add])`, the model built once."""

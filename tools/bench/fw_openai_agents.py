@@ -131,6 +131,10 @@ class Bench:
 
         return run_once
 
+    def ui_stream(self) -> Callable[[], Awaitable[int]]:
+        """Workload 12: not comparable."""
+        raise Unsupported("openai-agents has no browser UI protocol adapter")
+
     def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
         """Workload 9: openai-agents has no graph library."""
         raise Unsupported("openai-agents has no graph library")

@@ -11,7 +11,18 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, TEXT, TEXT_PIECES, add, http_client, long_history
+from tools.bench._common import (
+    API_KEY,
+    MODEL,
+    PROMPT,
+    TEXT,
+    TEXT_PIECES,
+    UI_PIECES,
+    UI_REQUEST,
+    add,
+    http_client,
+    long_history,
+)
 
 NAME = "pydantic_ai"
 
@@ -70,8 +81,8 @@ class Bench:
         """Workload 2: a two-step run (tool call, then text) on `FunctionModel`."""
         return self._runner(self._agent(self._function_model()), stream)
 
-    def _function_model(self) -> Any:
-        """The two-step function model of workloads 2 and 10c (tool call, then text)."""
+    def _function_model(self, pieces: tuple[str, ...] = TEXT_PIECES) -> Any:
+        """The two-step function model of workloads 2, 10c and 12 (tool call, then text)."""
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from pydantic_ai.models.function import DeltaToolCall, FunctionModel
         from pydantic_ai.usage import RequestUsage
@@ -92,12 +103,29 @@ class Bench:
 
         async def stream_function(messages: list[Any], info: Any) -> AsyncIterator[Any]:
             if answered(messages):
-                for piece in TEXT_PIECES:
+                for piece in pieces:
                     yield piece
             else:
                 yield {0: DeltaToolCall(name="add", json_args='{"a":1,"b":2}', tool_call_id="call_1")}
 
         return FunctionModel(function, stream_function=stream_function)
+
+    def ui_stream(self) -> Callable[[], Awaitable[int]]:
+        """Workload 12: an AI SDK chat request body to the run's UI message stream records, through
+        `VercelAIAdapter` (what its `dispatch_request` does for a post, without HTTP)."""
+        from pydantic_ai.ui.vercel_ai import VercelAIAdapter
+
+        agent = self._agent(self._function_model(UI_PIECES))
+        limits = self.limits
+
+        async def run_once() -> int:
+            adapter: Any = VercelAIAdapter(agent, VercelAIAdapter.build_run_input(UI_REQUEST))
+            deltas = 0
+            async for record in adapter.encode_stream(adapter.run_stream(usage_limits=limits)):
+                deltas += '"text-delta"' in record
+            return deltas
+
+        return run_once
 
     def instantiate(self, base: str) -> Callable[[], Any]:
         """Workload 10: `Agent(model, tools=[add])`, the model built once."""

@@ -21,6 +21,8 @@ from tools.bench._common import (
     PROMPT,
     TEXT,
     TEXT_PIECES,
+    UI_PIECES,
+    UI_REQUEST,
     Unsupported,
     add,
     http_client,
@@ -31,6 +33,31 @@ NAME = "raw"
 
 _encode = msgspec.json.Encoder().encode
 _decode_args = msgspec.json.Decoder(dict[str, int]).decode
+
+
+class _UIPart(msgspec.Struct):
+    type: str
+    text: str = ""
+
+
+class _UIMessage(msgspec.Struct):
+    id: str
+    role: str
+    parts: list[_UIPart]
+
+
+class _ChatPost(msgspec.Struct):
+    id: str
+    messages: list[_UIMessage]
+    trigger: str = "submit-message"
+
+
+_decode_chat_post = msgspec.json.Decoder(_ChatPost).decode
+
+
+def _sse(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + _encode(chunk) + b"\n\n"
+
 
 _TOOL_CHAT = {
     "type": "function",
@@ -324,6 +351,68 @@ class Bench:
                 if not calls:
                     return message["content"]
                 results = await _run_tools(calls, self.marks)
+                conversation.extend(
+                    {"role": "tool", "id": cid, "content": str(r)}
+                    for (cid, _, _), r in zip(calls, results, strict=True)
+                )
+
+        return run_once
+
+    def ui_stream(self) -> Callable[[], Awaitable[int]]:
+        """Workload 12's floor: decode the chat post, run workload 2's streamed loop with 100 text
+        pieces, and write each event as an AI SDK UI message stream record (msgspec), no framework."""
+
+        async def model_stream(conversation: list[Any]) -> AsyncIterator[Any]:
+            if conversation[-1]["role"] == "tool":
+                for piece in UI_PIECES:
+                    yield piece
+            else:
+                yield ("call_1", "add", '{"a":1,"b":2}')
+
+        async def run_once() -> int:
+            post = _decode_chat_post(UI_REQUEST)
+            prompt = "".join(p.text for p in post.messages[-1].parts if p.type == "text")
+            conversation: list[Any] = [{"role": "user", "content": prompt}]
+            records: list[bytes] = [_sse({"type": "start", "messageId": "m-1"})]
+            deltas = 0
+            while True:
+                records.append(_sse({"type": "start-step"}))
+                calls: list[tuple[str, str, str]] = []
+                text_open = False
+                async for item in model_stream(conversation):
+                    if isinstance(item, str):
+                        if not text_open:
+                            records.append(_sse({"type": "text-start", "id": "t-1"}))
+                            text_open = True
+                        records.append(_sse({"type": "text-delta", "id": "t-1", "delta": item}))
+                        deltas += 1
+                    else:
+                        calls.append(item)
+                        cid, name, args = item
+                        records.append(
+                            _sse(
+                                {
+                                    "type": "tool-input-available",
+                                    "toolCallId": cid,
+                                    "toolName": name,
+                                    "input": msgspec.json.decode(args),
+                                }
+                            )
+                        )
+                if text_open:
+                    records.append(_sse({"type": "text-end", "id": "t-1"}))
+                if not calls:
+                    records.append(_sse({"type": "finish-step"}))
+                    records.append(_sse({"type": "finish"}))
+                    records.append(b"data: [DONE]\n\n")
+                    return deltas
+                results = await _run_tools(calls, self.marks)
+                for (cid, _, _), result in zip(calls, results, strict=True):
+                    records.append(
+                        _sse({"type": "tool-output-available", "toolCallId": cid, "output": result})
+                    )
+                records.append(_sse({"type": "finish-step"}))
+                conversation.append({"role": "assistant", "calls": calls})
                 conversation.extend(
                     {"role": "tool", "id": cid, "content": str(r)}
                     for (cid, _, _), r in zip(calls, results, strict=True)

@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
 
 import msgspec  # noqa: E402
 
+from tools.bench._common import UI_PIECES  # noqa: E402
 from tools.bench._report import Row, write_report  # noqa: E402
 
 FRAMEWORKS = ("raw", "ferrule", "pydantic_ai", "openai_agents", "agno")
@@ -46,7 +47,7 @@ LABELS = {
 }
 _DISTRIBUTIONS = {
     "raw": ("httpx2", "msgspec"),
-    "ferrule": ("ferrule-core", "ferrule-agent", "ferrule-openai", "ferrule-graph"),
+    "ferrule": ("ferrule-core", "ferrule-agent", "ferrule-openai", "ferrule-graph", "ferrule-ui"),
     "pydantic_ai": ("pydantic-ai-slim", "openai", "pydantic-graph"),
     "openai_agents": ("openai-agents", "openai"),
     "agno": ("agno",),
@@ -582,6 +583,17 @@ class Runner:
             jobs.append(Job(spec=spec, into={"samples": row}))
         self.run_jobs(jobs)
 
+    def ui_stream(self) -> None:
+        """Workload 12: an AI SDK chat post to the run's UI message stream records (no HTTP)."""
+        spec = {"kind": "ui_stream", "deltas": len(UI_PIECES), **self._timing(None if self.smoke else 50)}
+        row = self._row(
+            "12a",
+            f"chat post to AI SDK UI stream records, tool call + {len(UI_PIECES)} deltas",
+            "µs/run",
+            1e-3,
+        )
+        self.run_jobs([Job(spec=spec, into={"samples": row})])
+
 
 WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     1: lambda r, _s: r.imports(),
@@ -595,6 +607,7 @@ WORKLOADS: dict[int, Callable[[Runner, MockServer], None]] = {
     9: lambda r, _s: r.graphs(),
     10: Runner.instantiation,
     11: Runner.long_history,
+    12: lambda r, _s: r.ui_stream(),
 }
 
 
