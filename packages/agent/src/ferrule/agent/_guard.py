@@ -25,6 +25,7 @@ from ._deferred import Approved, DeferredCall, Denied
 from ._errors import DecisionError, ModelRetry
 from ._pause import args_object
 from ._tools import Tool
+from ._util import is_async
 
 if TYPE_CHECKING:
     from ._calls import ToolCallState
@@ -149,7 +150,7 @@ def _waiting(calls: list[ToolCallState], deferred: list[DeferredCall]) -> list[T
 async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:
     """An async callback awaited; a sync one in a worker thread (it may well wait for a person)."""
     fn: Callable[..., Any] = confirm
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
+    if is_async(fn):
         return await fn(ctx, tool, args)
     result: Any = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
     if inspect.isawaitable(result):

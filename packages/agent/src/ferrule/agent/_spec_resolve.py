@@ -383,13 +383,12 @@ async def resolve(
         raise SpecResolutionError(f"the model resolver returned {type(resolved).__name__}, not a Model")
     built_model: Model = resolved
 
-    options_: dict[str, Any] = {}
-    if spec.retries is not None:
-        options_["retries"] = spec.retries
-    if spec.output_retries is not None:
-        options_["output_retries"] = spec.output_retries
-    if spec.end_strategy is not None:
-        options_["end_strategy"] = spec.end_strategy
+    # Left out when the spec leaves them out, so the agent's own defaults apply.
+    options_: dict[str, Any] = {
+        option: value
+        for option in ("retries", "output_retries", "end_strategy")
+        if (value := getattr(spec, option)) is not None
+    }
     try:
         agent: Agent[Any, Any] = Agent(
             built_model,
