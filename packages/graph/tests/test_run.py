@@ -279,15 +279,20 @@ async def cancel_once_blocked(run: GraphRun[None, None, int, int, int], started:
         tg.cancel_scope.cancel()
 
 
-async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
-    started = anyio.Event()
+def blocking(started: anyio.Event) -> Callback:
+    """A callback that sets `started`, then waits until it is cancelled."""
 
-    async def slow(ctx: GraphContext[None, None], n: int) -> int:
+    async def block(ctx: GraphContext[None, None], n: int) -> int:
         started.set()
         await anyio.sleep_forever()
         return n
 
-    run = await one_step(slow, name="slow").iter(1)
+    return block
+
+
+async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
+    started = anyio.Event()
+    run = await one_step(blocking(started), name="slow").iter(1)
     await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="slow"):
         await run.next()
@@ -295,13 +300,7 @@ async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
 
 async def test_cancellation_in_the_end_callback_latches_graph_cancelled_naming_it() -> None:
     started = anyio.Event()
-
-    async def slow_end(ctx: GraphContext[None, None], n: int) -> int:
-        started.set()
-        await anyio.sleep_forever()
-        return n
-
-    run = await one_step(end=slow_end).iter(1)
+    run = await one_step(end=blocking(started)).iter(1)
     await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="while the end callback ran") as info:
         await run.next()
