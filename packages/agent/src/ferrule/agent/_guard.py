@@ -9,7 +9,6 @@ they pause exactly as before.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from ._deferred import Approved, DeferredCall, Denied
 from ._errors import DecisionError, ModelRetry
 from ._pause import args_object
 from ._tools import Tool
-from ._util import is_async
+from ._util import is_async, settled
 
 if TYPE_CHECKING:
     from ._calls import ToolCallState
@@ -66,9 +65,7 @@ async def ask_guard(guard: GuardFn, ctx: RunContext[Any], tool: Tool[Any], args:
     as it is. `ModelRetry` raised by the guard propagates: what a retry means is the caller's to
     decide. Any other return value raises `UserError`.
     """
-    verdict: Any = guard(ctx, tool, args)
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
+    verdict: Any = await settled(guard(ctx, tool, args))
     if verdict is None or verdict is True:
         return None
     if verdict is False:
@@ -153,6 +150,4 @@ async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args:
     if is_async(fn):
         return await fn(ctx, tool, args)
     result: Any = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
-    if inspect.isawaitable(result):
-        return await result
-    return result
+    return await settled(result)

@@ -41,6 +41,7 @@ from ferrule.core.messages import (
 )
 
 from ._context import RunContext
+from ._util import settled
 
 __all__ = [
     "HistoryProcessor",
@@ -265,9 +266,7 @@ def summarize_prefix(
         key = (cut, id(prefix[-1]))
         summary = cache.get(key)
         if summary is None:
-            value = summarize(ctx, prefix) if takes_ctx else summarize(prefix)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await settled(summarize(ctx, prefix) if takes_ctx else summarize(prefix))
             summary = str(value)
             cache.clear()  # only the latest prefix is worth keeping
             cache[key] = summary
