@@ -39,53 +39,87 @@ DEFAULT_PROMPT_TEMPLATE = (
 """The instruction prompted output adds; `{schema}` is replaced by the JSON Schema."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ToolOutput(Generic[T]):
     """Typed output through an output tool the model calls to finish the run."""
 
     output: Any
     """The output type (or output function)."""
-    _: dataclasses.KW_ONLY
-    name: str | None = None
+    name: str | None
     """The output tool's name (default `final_result`, or `final_result_<Type>` for several)."""
-    description: str | None = None
+    description: str | None
     """The output tool's description."""
-    strict: bool | None = None
+    strict: bool | None
     """Ask the provider to enforce the schema exactly."""
 
+    def __init__(
+        self,
+        output: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+    ) -> None:
+        object.__setattr__(self, "output", output)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "strict", strict)
 
-@dataclasses.dataclass(frozen=True, slots=True)
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class NativeOutput(Generic[T]):
     """Typed output through the provider's native JSON-schema mode (several types become `anyOf`)."""
 
     outputs: Any
     """The output type, or a sequence of alternatives."""
-    _: dataclasses.KW_ONLY
-    name: str | None = None
+    name: str | None
     """The schema's name."""
-    description: str | None = None
+    description: str | None
     """What the output is, for the model."""
-    strict: bool | None = None
+    strict: bool | None
     """Ask the provider to enforce the schema exactly."""
 
+    def __init__(
+        self,
+        outputs: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+    ) -> None:
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "strict", strict)
 
-@dataclasses.dataclass(frozen=True, slots=True)
+
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class PromptedOutput(Generic[T]):
     """Typed output by instructing the model to answer with JSON; always validated locally."""
 
     outputs: Any
     """The output type, or a sequence of alternatives."""
-    _: dataclasses.KW_ONLY
-    name: str | None = None
+    name: str | None
     """The schema's name."""
-    description: str | None = None
+    description: str | None
     """What the output is, for the model."""
-    template: str | None = None
+    template: str | None
     """The instruction, containing one `{schema}` marker; default `DEFAULT_PROMPT_TEMPLATE`."""
 
-    def __post_init__(self) -> None:
-        if self.template is not None and self.template.count("{schema}") != 1:
+    def __init__(
+        self,
+        outputs: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        template: str | None = None,
+    ) -> None:
+        if template is not None and template.count("{schema}") != 1:
             raise OutputSpecError("PromptedOutput(template=...) must contain exactly one '{schema}' marker")
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "template", template)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
