@@ -3,14 +3,17 @@ environment, which has only ferrule-core and ferrule-agent installed, can use th
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 
 from ferrule.core.messages import Message, ModelRequest
 
-__all__ = ["Hang", "parts_at", "request_parts"]
+__all__ = ["Hang", "modules_loaded_by", "parts_at", "request_parts"]
 
 P = TypeVar("P")
 
@@ -51,3 +54,15 @@ class Hang:
 
         wait_until_cancelled.__name__ = name
         return wait_until_cancelled
+
+
+def modules_loaded_by(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules named under one of `prefixes` that a fresh interpreter holds after running `code`
+    (a subprocess: what this test process has imported does not count)."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    return cast("list[str]", json.loads(out.stdout.strip().splitlines()[-1]))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,8 @@ from ferrule.core import bounded_json
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
+
+from ._support import modules_loaded_by
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples" / "specs"
 LIMIT = bounded_json.CLI_CONFIG.max_bytes
@@ -538,10 +538,8 @@ def test_the_spec_module_imports_no_provider_and_agent_does_not_import_it() -> N
         "from ferrule.agent import AgentSpec\n"
         'spec = AgentSpec.parse(\'{"model": "openai:gpt-5-mini", "mcp_servers": {"a": {"command": "x"}}}\')\n'
         "spec.validate(env_allowlist=())\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('ferrule.providers', 'ferrule.mcp'))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert modules_loaded_by(code, ("ferrule.providers", "ferrule.mcp")) == []
 
 
 def test_validation_report_is_plain_data() -> None:

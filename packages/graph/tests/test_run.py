@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import assert_type
+from typing import Any, TypeAlias, assert_type
 
 import anyio
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from ferrule.graph import (
     DecisionResult,
     End,
+    Graph,
     GraphBuilder,
     GraphCancelledError,
     GraphContext,
@@ -225,30 +227,37 @@ async def test_a_decision_must_return_a_decision_result() -> None:
         await g.build().run(1)
 
 
-async def test_start_and_end_failures_propagate_unchanged() -> None:
-    g = GraphBuilder[None, None, int, int, int]()
+Callback: TypeAlias = Callable[[GraphContext[None, None], int], Any]
 
+
+def passed_on(ctx: GraphContext[None, None], n: int) -> int:
+    return n
+
+
+def one_step(
+    step: Callback = passed_on, *, name: str = "a", start: Callback = passed_on, end: Callback = passed_on
+) -> Graph[None, None, int, int, int]:
+    """The graph start -> `name` -> end with these callbacks (each passes the value on unless given)."""
+    g = GraphBuilder[None, None, int, int, int]()
+    g.start(start)
+    g.step(name, step)
+    g.end(end)
+    g.entry(name)
+    g.finish(name)
+    return g.build()
+
+
+async def test_start_and_end_failures_propagate_unchanged() -> None:
     def bad_start(ctx: GraphContext[None, None], n: int) -> int:
         raise Boom("start")
 
-    g.start(bad_start)
-    g.step("a", lambda ctx, n: n)
-    g.end(lambda ctx, n: n)
-    g.entry("a")
-    g.finish("a")
     with pytest.raises(Boom, match="start"):
-        await g.build().run(1)
-    h = GraphBuilder[None, None, int, int, int]()
-    h.start(lambda ctx, n: n)
-    h.step("a", lambda ctx, n: n)
+        await one_step(start=bad_start).run(1)
 
     def bad_end(ctx: GraphContext[None, None], n: int) -> int:
         raise Boom("end")
 
-    h.end(bad_end)
-    h.entry("a")
-    h.finish("a")
-    run = await h.build().iter(1)
+    run = await one_step(end=bad_end).iter(1)
     with pytest.raises(Boom, match="end"):
         await run.next()
     with pytest.raises(Boom, match="end"):
@@ -270,21 +279,20 @@ async def cancel_once_blocked(run: GraphRun[None, None, int, int, int], started:
         tg.cancel_scope.cancel()
 
 
-async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
-    started = anyio.Event()
+def blocking(started: anyio.Event) -> Callback:
+    """A callback that sets `started`, then waits until it is cancelled."""
 
-    async def slow(ctx: GraphContext[None, None], n: int) -> int:
+    async def block(ctx: GraphContext[None, None], n: int) -> int:
         started.set()
         await anyio.sleep_forever()
         return n
 
-    g = GraphBuilder[None, None, int, int, int]()
-    g.start(lambda ctx, n: n)
-    g.step("slow", slow)
-    g.end(lambda ctx, n: n)
-    g.entry("slow")
-    g.finish("slow")
-    run = await g.build().iter(1)
+    return block
+
+
+async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
+    started = anyio.Event()
+    run = await one_step(blocking(started), name="slow").iter(1)
     await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="slow"):
         await run.next()
@@ -292,19 +300,7 @@ async def test_cancellation_in_a_node_latches_graph_cancelled() -> None:
 
 async def test_cancellation_in_the_end_callback_latches_graph_cancelled_naming_it() -> None:
     started = anyio.Event()
-
-    async def slow_end(ctx: GraphContext[None, None], n: int) -> int:
-        started.set()
-        await anyio.sleep_forever()
-        return n
-
-    g = GraphBuilder[None, None, int, int, int]()
-    g.start(lambda ctx, n: n)
-    g.step("a", lambda ctx, n: n)
-    g.end(slow_end)
-    g.entry("a")
-    g.finish("a")
-    run = await g.build().iter(1)
+    run = await one_step(end=blocking(started)).iter(1)
     await cancel_once_blocked(run, started)
     with pytest.raises(GraphCancelledError, match="while the end callback ran") as info:
         await run.next()
@@ -432,15 +428,9 @@ async def test_a_failing_start_callback_emits_run_start_then_run_error() -> None
     def bad_start(ctx: GraphContext[None, None], n: int) -> int:
         raise Boom("start")
 
-    g = GraphBuilder[None, None, int, int, int]()
-    g.start(bad_start)
-    g.step("a", lambda ctx, n: n)
-    g.end(lambda ctx, n: n)
-    g.entry("a")
-    g.finish("a")
     events: list[GraphEvent] = []
     with pytest.raises(Boom, match="start"):
-        await g.build().iter(1, options=RunOptions(event_sinks=(events.append,), run_id="r"))
+        await one_step(start=bad_start).iter(1, options=RunOptions(event_sinks=(events.append,), run_id="r"))
     assert [(e.kind, e.node, e.step, e.run_id) for e in events] == [
         ("run_start", None, 0, "r"),
         ("run_error", None, 0, "r"),

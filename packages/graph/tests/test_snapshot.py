@@ -17,6 +17,7 @@ import pytest
 from ferrule.graph import (
     DecisionResult,
     Emitter,
+    Graph,
     GraphBuilder,
     GraphContext,
     GraphEvent,
@@ -346,10 +347,19 @@ def edited(data: bytes, **changes: Any) -> bytes:
     return json.dumps(envelope).encode()
 
 
-async def rejected(data: bytes | str, error: type[Exception], match: str, **codec_kw: Any) -> None:
+async def rejected(
+    data: bytes | str,
+    error: type[Exception],
+    match: str | None = None,
+    *,
+    graph: Graph[Any, Any, Any, Any, Any] | None = None,
+    **codec_kw: Any,
+) -> None:
+    """Resuming `data` in `graph` (by default a fresh counter graph) raises `error` before the codec
+    is called."""
     codec = CountingCodec(**codec_kw)
     with pytest.raises(error, match=match):
-        builder().build().resume_snapshot(data, codec)
+        (graph or builder().build()).resume_snapshot(data, codec)
     assert codec.calls == []
 
 
@@ -391,11 +401,7 @@ async def test_rejects_a_future_envelope_version() -> None:
 async def test_rejects_definition_drift() -> None:
     data = await snapshot_after(1)
     await rejected(edited(data, definition_sha256="0" * 64), SnapshotDefinitionError, "definition drift")
-    other = builder(definition_id="counter-v2").build()
-    codec = CountingCodec()
-    with pytest.raises(SnapshotDefinitionError):
-        other.resume_snapshot(data, codec)
-    assert codec.calls == []
+    await rejected(data, SnapshotDefinitionError, graph=builder(definition_id="counter-v2").build())
 
 
 async def test_rejects_node_index_or_name_mismatch() -> None:
@@ -430,10 +436,7 @@ async def test_snapshot_byte_limit_exact_and_one_past() -> None:
     graph_ok = builder().build(limits=GraphLimits(max_snapshot_bytes=size))
     graph_ok.resume_snapshot(edited_fingerprint(data, graph_ok.fingerprint), CountingCodec())
     tight = builder().build(limits=GraphLimits(max_snapshot_bytes=size - 1))
-    codec = CountingCodec()
-    with pytest.raises(SnapshotLimitError, match="max_bytes"):
-        tight.resume_snapshot(edited_fingerprint(data, tight.fingerprint), codec)
-    assert codec.calls == []
+    await rejected(edited_fingerprint(data, tight.fingerprint), SnapshotLimitError, "max_bytes", graph=tight)
 
 
 def edited_fingerprint(data: bytes, fingerprint: str) -> bytes:
@@ -470,10 +473,7 @@ async def test_payload_limits_exact_and_one_past(limit: str, ok: str, past: str)
     graph, data = await payload_graph(ok, **{limit: value})
     graph.resume_snapshot(data, CountingCodec())
     graph, data = await payload_graph(past, **{limit: value})
-    codec = CountingCodec()
-    with pytest.raises(SnapshotLimitError):
-        graph.resume_snapshot(data, codec)
-    assert codec.calls == []
+    await rejected(data, SnapshotLimitError, graph=graph)
 
 
 async def test_a_payload_that_is_not_json_is_refused_before_decoding() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -311,6 +312,26 @@ async def test_sampling_without_a_handler_is_refused(sdk_server: Any, events: An
     async with in_process(sdk_server, events, mode="legacy") as server:
         with pytest.raises(MCPToolCallError, match="Sampling not supported"):
             await server.call_tool("summarize", {"text": "x"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "tool", "args"), [("sampling", "summarize", {"text": "x"}), ("elicitation", "ask_name", {})]
+)
+async def test_a_failing_handler_is_logged_and_the_server_gets_a_generic_error(
+    sdk_server: Any, events: Any, caplog: pytest.LogCaptureFixture, kind: str, tool: str, args: dict[str, Any]
+) -> None:
+    async def fail(request: Any) -> Any:
+        raise RuntimeError("the handler's own detail")
+
+    with caplog.at_level(logging.ERROR, logger="ferrule.mcp"):
+        async with in_process(sdk_server, events, mode="legacy", **{kind: fail}) as server:
+            with pytest.raises(MCPToolCallError, match="the client could not complete the request") as caught:
+                await server.call_tool(tool, args)
+    assert "the handler's own detail" not in str(caught.value)
+    assert f"the {kind} handler for MCP server 'sdk' failed" in caplog.messages
+    (record,) = [r for r in caplog.records if r.name == "ferrule.mcp" and r.exc_info]
+    assert record.exc_info is not None
+    assert str(record.exc_info[1]) == "the handler's own detail"
 
 
 def _ctx() -> RunContext[Any]:

@@ -9,7 +9,6 @@ they pause exactly as before.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from ._deferred import Approved, DeferredCall, Denied
 from ._errors import DecisionError, ModelRetry
 from ._pause import args_object
 from ._tools import Tool
+from ._util import is_async, settled
 
 if TYPE_CHECKING:
     from ._calls import ToolCallState
@@ -65,9 +65,7 @@ async def ask_guard(guard: GuardFn, ctx: RunContext[Any], tool: Tool[Any], args:
     as it is. `ModelRetry` raised by the guard propagates: what a retry means is the caller's to
     decide. Any other return value raises `UserError`.
     """
-    verdict: Any = guard(ctx, tool, args)
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
+    verdict: Any = await settled(guard(ctx, tool, args))
     if verdict is None or verdict is True:
         return None
     if verdict is False:
@@ -149,9 +147,7 @@ def _waiting(calls: list[ToolCallState], deferred: list[DeferredCall]) -> list[T
 async def _call(confirm: ConfirmFn, ctx: RunContext[Any], tool: Tool[Any], args: Any) -> Any:
     """An async callback awaited; a sync one in a worker thread (it may well wait for a person)."""
     fn: Callable[..., Any] = confirm
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
+    if is_async(fn):
         return await fn(ctx, tool, args)
     result: Any = await anyio.to_thread.run_sync(lambda: fn(ctx, tool, args), abandon_on_cancel=True)
-    if inspect.isawaitable(result):
-        return await result
-    return result
+    return await settled(result)

@@ -411,12 +411,10 @@ class Tracer:
         if server is not None:
             attributes["server.address"], attributes["server.port"] = server
         settings = call.settings
-        if settings.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            attributes["gen_ai.request.temperature"] = settings.temperature
-        if settings.top_p is not None:
-            attributes["gen_ai.request.top_p"] = settings.top_p
+        for setting in _REQUEST_SETTINGS:
+            value = getattr(settings, setting)
+            if value is not None:
+                attributes[f"gen_ai.request.{setting}"] = value
         if self.include_content:
             try:
                 if call.instructions:
@@ -442,6 +440,9 @@ class Tracer:
             attributes["gen_ai.tool.call.arguments"] = _json(part.args)
         return self._start(f"execute_tool {name}", attributes, parent, "INTERNAL", True)
 
+
+_REQUEST_SETTINGS = ("max_tokens", "temperature", "top_p")
+"""The model settings a chat span records, each as `gen_ai.request.<setting>` when it is set."""
 
 _METRIC_KEYS = frozenset(
     {

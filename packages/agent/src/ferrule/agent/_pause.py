@@ -9,7 +9,6 @@ decision on its call before the scheduler runs them.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -36,7 +35,7 @@ from ._errors import DecisionError, DuplicateToolCallIdError, PausedStateError
 from ._events import DeferredToolCallsEvent, PausedStep, RunStep
 from ._receipts import WAITING, receipt, receipts_from_messages, safe_detail
 from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
-from ._util import duplicate_call_id
+from ._util import duplicate_call_id, settled
 
 __all__ = [
     "apply_decisions",
@@ -63,12 +62,8 @@ async def needs_approval(run: LoopState, c: ToolCallState) -> bool:
     if predicate is True:
         return True
     ctx = run.call_context(tool, c.part.tool_call_id)
-    if predicate is not False:
-        verdict = predicate(ctx, c.args)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-        if verdict:
-            return True
+    if predicate is not False and await settled(predicate(ctx, c.args)):
+        return True
     if policies is not None and policies.approval and not policies.exempt(tool):
         return await policies.needs_approval(ctx, c.part, c.args)
     return False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -26,6 +25,7 @@ from ._spec_document import (
     ValidationReport,
 )
 from ._tools import Tool
+from ._util import settled
 
 if TYPE_CHECKING:
     from ferrule.core.model import Model
@@ -285,10 +285,6 @@ _KIND: dict[str, ProblemKind] = {
 }
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 async def resolve(
     spec: AgentSpecData,
     *,
@@ -346,7 +342,7 @@ async def resolve(
     for capability_id in report.capabilities:
         assert catalog is not None
         ref_config = by_id[capability_id].config if capability_id in by_id else {}
-        capability = await _maybe_await(catalog.create(capability_id, dict(ref_config)))
+        capability = await settled(catalog.create(capability_id, dict(ref_config)))
         if not isinstance(capability, Capability):
             raise SpecResolutionError(
                 f"the capability resolver returned {type(capability).__name__} for {capability_id!r}, not a Capability"
@@ -372,7 +368,7 @@ async def resolve(
     if spec.output is not None:
         output_type = _output_type(spec, output_types)
 
-    resolved = await _maybe_await(model_resolver(ref, env))
+    resolved: Any = await settled(model_resolver(ref, env))  # checked below: resolvers are application code
     cleanup: Callable[[], Any] | None = None
     if isinstance(resolved, ResolvedModel):
         cleanup = resolved.close
@@ -383,13 +379,12 @@ async def resolve(
         raise SpecResolutionError(f"the model resolver returned {type(resolved).__name__}, not a Model")
     built_model: Model = resolved
 
-    options_: dict[str, Any] = {}
-    if spec.retries is not None:
-        options_["retries"] = spec.retries
-    if spec.output_retries is not None:
-        options_["output_retries"] = spec.output_retries
-    if spec.end_strategy is not None:
-        options_["end_strategy"] = spec.end_strategy
+    # Left out when the spec leaves them out, so the agent's own defaults apply.
+    options_: dict[str, Any] = {
+        option: value
+        for option in ("retries", "output_retries", "end_strategy")
+        if (value := getattr(spec, option)) is not None
+    }
     try:
         agent: Agent[Any, Any] = Agent(
             built_model,
@@ -411,7 +406,7 @@ async def resolve(
         )
     except BaseException:
         if cleanup is not None:
-            await _maybe_await(cleanup())
+            await settled(cleanup())
         raise
     return agent, built_model, toolsets, cleanup
 

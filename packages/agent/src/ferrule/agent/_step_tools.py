@@ -8,7 +8,6 @@ agent's `AgentCore.step_tools` are used as they are.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -19,6 +18,7 @@ from ferrule.core.model import ToolDefinition
 from ._context import RunContext
 from ._errors import ToolDefinitionError
 from ._tools import Tool
+from ._util import settled
 from .policies import ToolPolicy
 
 __all__ = ["StepTools", "prepare_tools"]
@@ -101,18 +101,14 @@ async def _prepared(
     """The tool's definition for this step after its `prepare` and the policies, or `None` (hidden)."""
     definition: ToolDefinition | None = tool.definition
     if tool.prepare is not None:
-        prepared = tool.prepare(ctx, tool.definition)
-        if inspect.isawaitable(prepared):
-            prepared = await prepared
+        prepared = await settled(tool.prepare(ctx, tool.definition))
         definition = _same_name(tool, prepared, "prepare()")
     for policy in policies:
         if definition is None:
             break
         if not policy.applies_to(tool.name):
             continue
-        result = policy.on_prepare(ctx, definition)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await settled(policy.on_prepare(ctx, definition))
         definition = _same_name(tool, result, f"the tool policy {type(policy).__name__}")
     return definition
 

@@ -24,6 +24,7 @@ from ._foreign import PydanticShape, described, enc_hook, pydantic_error_details
 from ._foreign import model as pydantic_model
 from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
+from ._util import is_async
 
 if TYPE_CHECKING:
     # The docstring parser (its patterns) loads with the first tool built from a function.
@@ -355,9 +356,7 @@ class Tool(Generic[DepsT]):
         tool.kind = "function"
         tool.function = function
         tool.takes_ctx = takes_ctx
-        tool.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
-        )
+        tool.is_async = is_async(function)
         tool._call_sync = None if tool.is_async else function
         tool._raw = True
         tool.definition = tool._definition()
@@ -423,9 +422,7 @@ class Tool(Generic[DepsT]):
         self.name = name or fn_name or ""
         if not self.name or self.name == "<lambda>":
             raise ToolDefinitionError("give the tool a name: Tool(fn, name=...) (lambdas have none)")
-        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
-        )
+        self.is_async = is_async(function)
         try:
             signature = inspect.signature(function)
         except (TypeError, ValueError) as exc:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import anyio
 
@@ -23,6 +23,7 @@ __all__ = [
     "merged_settings",
     "normalize_callback",
     "refuse_in_event_loop",
+    "settled",
     "takes_ctx",
 ]
 
@@ -32,6 +33,15 @@ InstructionItem: TypeAlias = "str | Callback"
 """One instruction: static text, or a callback `fn(ctx)` / `fn()` returning text or `None`."""
 
 _NO_SETTINGS = ModelSettings()
+
+T = TypeVar("T")
+
+
+async def settled(value: Awaitable[T] | T) -> T:
+    """`value`, awaited first when it is awaitable: what a callback that may be sync or async returned."""
+    if inspect.isawaitable(value):
+        return await cast("Awaitable[T]", value)
+    return cast("T", value)
 
 
 def duplicate_call_id(calls: Iterable[ToolCallPart]) -> str | None:

@@ -24,7 +24,6 @@ request is sent. Only the provider-facing view is compacted; the run's history s
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeAlias, cast
 
@@ -56,6 +55,7 @@ from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
 
 from ._context import RunContext
 from ._errors import AgentRunError
+from ._util import settled
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -380,9 +380,7 @@ class BudgetEnforcer:
             return call
         hook = budget.on_overflow
         if hook is not None:
-            replacement = hook(ctx, overflow, list(call.messages))
-            if inspect.isawaitable(replacement):
-                replacement = await replacement
+            replacement = await settled(hook(ctx, overflow, list(call.messages)))
             if replacement is not None:
                 call = msgspec.structs.replace(call, messages=list(replacement))
                 overflow = budget.check(self._measure(call), max_tokens)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, TypeVar, cast
 
 import msgspec
 
@@ -41,6 +41,7 @@ from ferrule.core.messages import (
 )
 
 from ._context import RunContext
+from ._util import settled
 
 __all__ = [
     "HistoryProcessor",
@@ -55,6 +56,8 @@ HistoryProcessor: TypeAlias = Callable[..., "Sequence[Message] | Awaitable[Seque
 
 Summarizer: TypeAlias = Callable[..., "str | Awaitable[str]"]
 """`fn(messages)` or `fn(ctx, messages)`, sync or async, returning a summary of `messages`."""
+
+_PartT = TypeVar("_PartT", ModelRequestPart, ModelResponsePart)
 
 
 def _is_tool_answer(part: ModelRequestPart) -> bool:
@@ -177,47 +180,51 @@ def compact_text(separator: str = "") -> Callable[[Sequence[Message]], list[Mess
             and part.citations is None
         )
 
+    def join_texts(previous: ModelResponsePart, part: ModelResponsePart) -> ModelResponsePart | None:
+        if plain_text(previous) and plain_text(part):
+            return TextPart(cast("TextPart", previous).content + separator + cast("TextPart", part).content)
+        return None
+
+    def join_prompts(previous: ModelRequestPart, part: ModelRequestPart) -> ModelRequestPart | None:
+        if (
+            isinstance(part, UserPromptPart)
+            and isinstance(part.content, str)
+            and isinstance(previous, UserPromptPart)
+            and isinstance(previous.content, str)
+        ):
+            return UserPromptPart(
+                content=previous.content + "\n\n" + part.content, timestamp=previous.timestamp
+            )
+        return None
+
     def process(messages: Sequence[Message]) -> list[Message]:
         result: list[Message] = []
         for message in messages:
-            if isinstance(message, ModelResponse):
-                merged: list[ModelResponsePart] = []
-                for part in message.parts:
-                    previous = merged[-1] if merged else None
-                    if plain_text(part) and plain_text(previous):
-                        merged[-1] = TextPart(
-                            cast("TextPart", previous).content + separator + cast("TextPart", part).content
-                        )
-                    else:
-                        merged.append(part)
-                result.append(
-                    message
-                    if len(merged) == len(message.parts)
-                    else msgspec.structs.replace(message, parts=merged)
-                )
-            else:
-                parts: list[ModelRequestPart] = []
-                for part in message.parts:
-                    previous = parts[-1] if parts else None
-                    if (
-                        isinstance(part, UserPromptPart)
-                        and isinstance(part.content, str)
-                        and isinstance(previous, UserPromptPart)
-                        and isinstance(previous.content, str)
-                    ):
-                        parts[-1] = UserPromptPart(
-                            content=previous.content + "\n\n" + part.content, timestamp=previous.timestamp
-                        )
-                    else:
-                        parts.append(part)
-                result.append(
-                    message
-                    if len(parts) == len(message.parts)
-                    else msgspec.structs.replace(message, parts=parts)
-                )
+            merged: Sequence[ModelRequestPart | ModelResponsePart] = (
+                _joined(message.parts, join_texts)
+                if isinstance(message, ModelResponse)
+                else _joined(message.parts, join_prompts)
+            )
+            result.append(
+                message
+                if len(merged) == len(message.parts)
+                else msgspec.structs.replace(message, parts=merged)
+            )
         return result
 
     return process
+
+
+def _joined(parts: Sequence[_PartT], join: Callable[[_PartT, _PartT], _PartT | None]) -> list[_PartT]:
+    """`parts` with every part that `join` combines with the one before it folded into that one."""
+    joined: list[_PartT] = []
+    for part in parts:
+        combined = join(joined[-1], part) if joined else None
+        if combined is None:
+            joined.append(part)
+        else:
+            joined[-1] = combined
+    return joined
 
 
 def summarize_prefix(
@@ -259,9 +266,7 @@ def summarize_prefix(
         key = (cut, id(prefix[-1]))
         summary = cache.get(key)
         if summary is None:
-            value = summarize(ctx, prefix) if takes_ctx else summarize(prefix)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await settled(summarize(ctx, prefix) if takes_ctx else summarize(prefix))
             summary = str(value)
             cache.clear()  # only the latest prefix is worth keeping
             cache[key] = summary

@@ -32,7 +32,6 @@ them, copy what you keep, never mutate them. A hook that raises stops the run wi
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -43,6 +42,7 @@ from ferrule.core.messages import ModelResponse, RetryPromptPart, ToolCallPart, 
 from ferrule.core.model import ModelCall
 from ferrule.core.usage import RunUsage
 
+from ._util import is_async
 from .correlation import RunCorrelation
 
 __all__ = ["Hook", "HookEvent", "HookEventKind"]
@@ -117,7 +117,7 @@ def check_hooks(hooks: Sequence[Hook]) -> list[Hook]:
     for hook in hooks:
         if not callable(hook):
             raise UserError(f"hooks must be callables taking a HookEvent, got {hook!r}")
-        if inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(getattr(hook, "__call__", None)):  # noqa: B004
+        if is_async(hook):
             raise UserError(
                 f"hook {hook!r} is async; lifecycle hooks are synchronous (hand slow work to a queue or a task)"
             )

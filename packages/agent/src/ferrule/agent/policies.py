@@ -26,7 +26,6 @@ class NoDeletes(ToolPolicy):
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
@@ -35,6 +34,7 @@ from ferrule.core.model import ToolDefinition
 
 from ._context import RunContext
 from ._tools import Tool
+from ._util import settled
 
 __all__ = ["PolicyStages", "ToolPolicy"]
 
@@ -103,9 +103,7 @@ class PolicyStages:
         for policy in self.arguments:
             if not policy.applies_to(part.tool_name):
                 continue
-            result: Any = policy.on_arguments(ctx, part, current)
-            if inspect.isawaitable(result):
-                result = await result
+            result: Any = await settled(policy.on_arguments(ctx, part, current))
             if result is not current and isinstance(result, dict) and not isinstance(current, dict):
                 current = tool.validate_args(cast("dict[str, Any]", result))
             else:
@@ -117,10 +115,7 @@ class PolicyStages:
         for policy in self.approval:
             if not policy.applies_to(part.tool_name):
                 continue
-            verdict = policy.on_approval(ctx, part, args)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if verdict:
+            if await settled(policy.on_approval(ctx, part, args)):
                 return True
         return False
 
@@ -128,15 +123,11 @@ class PolicyStages:
         """The call stage; a `ModelRetry` refuses the call."""
         for policy in self.call:
             if policy.applies_to(part.tool_name):
-                result = policy.on_call(ctx, part, args)
-                if inspect.isawaitable(result):
-                    await result
+                await settled(policy.on_call(ctx, part, args))
 
     async def returned(self, ctx: RunContext[Any], part: ToolCallPart, value: Any) -> Any:
         """The return stage of every applicable policy, in order."""
         for policy in self.returns:
             if policy.applies_to(part.tool_name):
-                value = policy.on_return(ctx, part, value)
-                if inspect.isawaitable(value):
-                    value = await value
+                value = await settled(policy.on_return(ctx, part, value))
         return value

@@ -31,7 +31,6 @@ resolver that configures providers, such as `ferrule.cli.model_resolver` from `f
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -62,6 +61,7 @@ from ._spec_document import (
 )
 from ._spec_parse import DocumentFormat, SpecError, SpecParseError, find_secrets, load_document
 from ._tools import Tool
+from ._util import settled
 
 if TYPE_CHECKING:
     from ferrule.core.model import Model
@@ -230,9 +230,7 @@ class ResolvedAgent:
             return
         self._closed = True
         if self._cleanup is not None:
-            outcome = self._cleanup()
-            if inspect.isawaitable(outcome):
-                await outcome
+            await settled(self._cleanup())
 
     async def __aenter__(self) -> Self:
         return self

@@ -51,6 +51,7 @@ from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
 from ._schema import example_value
+from ._util import is_async
 
 __all__ = [
     "AgentInfo",
@@ -198,10 +199,7 @@ class FunctionModel(Model):
         """The buffered answer function."""
         self.stream_function = stream_function
         """The streaming answer function."""
-        self._is_async = function is not None and (
-            inspect.iscoroutinefunction(function)
-            or inspect.iscoroutinefunction(getattr(function, "__call__", None))  # noqa: B004
-        )
+        self._is_async = function is not None and is_async(function)
         name = model_name
         if name is None:
             parts = [

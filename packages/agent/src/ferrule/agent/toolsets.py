@@ -22,7 +22,6 @@ entry; it is application data and never sent to a model.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -33,6 +32,7 @@ from ferrule.core.model import ToolDefinition
 from ._context import DepsT, RunContext
 from ._errors import ToolDefinitionError
 from ._tools import Tool, as_tool
+from ._util import settled
 
 __all__ = [
     "AbstractToolset",
@@ -366,9 +366,7 @@ class PreparedToolset(WrapperToolset[DepsT]):
     async def get_tools(self, ctx: RunContext[DepsT]) -> Sequence[Tool[DepsT]]:
         tools = await tools_of(self.wrapped, ctx)
         by_name = {t.name: t for t in tools}
-        prepared = self.preparer(ctx, [t.definition for t in tools])
-        if inspect.isawaitable(prepared):
-            prepared = await prepared
+        prepared = await settled(self.preparer(ctx, [t.definition for t in tools]))
         if prepared is None:
             return tools
         result: list[Tool[DepsT]] = []

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Generic, Literal, TypeAlias, cast
 
 import anyio
@@ -350,7 +351,8 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
     ) -> AgentRunResult[AgentOutputT] | Paused:
         token = control.cancel if control is not None else None
         if token is None:
-            return await self._invoke(ctx, prompt, options, resume)
+            with _node_steps(ctx):
+                return await self._invoke_agent(ctx, prompt, options, resume)
         if token.cancelled:
             raise RunCancelledError("the agent node's CancelToken was cancelled")
         scope = anyio.CancelScope()
@@ -358,8 +360,8 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
         scopes.add(scope)
         outcome: AgentRunResult[AgentOutputT] | Paused | None = None
         try:
-            with scope:
-                outcome = await self._invoke(ctx, prompt, options, resume)
+            with scope, _node_steps(ctx):
+                outcome = await self._invoke_agent(ctx, prompt, options, resume)
         finally:
             scopes.discard(scope)
             if not scopes:
@@ -367,25 +369,6 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
         if outcome is None:  # the token's cancellation ended the run; its work was drained
             raise RunCancelledError("the agent node's CancelToken cancelled its run")
         return outcome
-
-    async def _invoke(
-        self,
-        ctx: GraphContext[Any, Any],
-        prompt: Any,
-        options: dict[str, Any],
-        resume: tuple[Any, Any] | None,
-    ) -> AgentRunResult[AgentOutputT] | Paused:
-        bound = durable.current()
-        if bound is None:
-            return await self._invoke_agent(ctx, prompt, options, resume)
-        # In a durable run the node's agent steps live beneath `graph.<node-id>.step.<n>`, so two
-        # nodes (or two visits of one node) never share a step ID, and a replay finds its own.
-        namespace = f"graph.{ctx.node}.step.{ctx.step}"
-        outer = bound.binding
-        if outer.step_namespace:
-            namespace = f"{outer.step_namespace}.{namespace}"
-        with durable.bind(durable.Binding(outer.run_id, namespace), bound.runner):
-            return await self._invoke_agent(ctx, prompt, options, resume)
 
     async def _invoke_agent(
         self,
@@ -432,6 +415,20 @@ class AgentNode(Generic[StateT, DepsT, ValueT, AgentOutputT]):
             if paused is not None:
                 return paused
             return stream.result
+
+
+def _node_steps(ctx: GraphContext[Any, Any]) -> AbstractContextManager[object]:
+    """Outside a durable run, nothing; inside one, a binding that puts the node's agent steps
+    beneath `graph.<node-id>.step.<n>`, so two nodes (or two visits of one node) never share a
+    step ID, and a replay finds its own."""
+    bound = durable.current()
+    if bound is None:
+        return nullcontext()
+    namespace = f"graph.{ctx.node}.step.{ctx.step}"
+    outer = bound.binding
+    if outer.step_namespace:
+        namespace = f"{outer.step_namespace}.{namespace}"
+    return durable.bind(durable.Binding(outer.run_id, namespace), bound.runner)
 
 
 def _check_durable_correlation(correlation: RunCorrelation) -> None:

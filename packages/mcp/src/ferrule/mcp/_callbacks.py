@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import logging
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import msgspec
 
@@ -28,9 +29,15 @@ from ._types import (
     SamplingResponse,
 )
 
+if TYPE_CHECKING:
+    from mcp_types import ErrorData
+
 __all__ = ["elicitation_callback", "sampling_callback", "sampling_with_model"]
 
 logger = logging.getLogger("ferrule.mcp")
+
+_RequestT = TypeVar("_RequestT")
+_ResponseT = TypeVar("_ResponseT")
 
 _STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_call": "toolUse"}
 
@@ -116,13 +123,9 @@ def sampling_callback(handler: SamplingHandler, server_id: str) -> Any:
             )
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"unsupported sampling request: {exc}")
-        try:
-            response = await handler(request)
-        except Exception:
-            logger.exception("the sampling handler for MCP server %r failed", server_id)
-            return types.ErrorData(
-                code=types.INTERNAL_ERROR, message="the client could not complete the request"
-            )
+        response = await _answer(handler, request, "sampling", server_id)
+        if isinstance(response, types.ErrorData):
+            return response
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(text=response.text),
@@ -146,13 +149,23 @@ def elicitation_callback(handler: ElicitationHandler, server_id: str) -> Any:
             request = ElicitationRequest(
                 server_id=server_id, message=params.message, requested_schema=dict(params.requested_schema)
             )
-        try:
-            response = await handler(request)
-        except Exception:
-            logger.exception("the elicitation handler for MCP server %r failed", server_id)
-            return types.ErrorData(
-                code=types.INTERNAL_ERROR, message="the client could not complete the request"
-            )
+        response = await _answer(handler, request, "elicitation", server_id)
+        if isinstance(response, types.ErrorData):
+            return response
         return types.ElicitResult(action=response.action, content=response.content)
 
     return callback
+
+
+async def _answer(
+    handler: Callable[[_RequestT], Awaitable[_ResponseT]], request: _RequestT, kind: str, server_id: str
+) -> _ResponseT | ErrorData:
+    """`handler(request)`; a failure of the handler is logged here and answered with a generic SDK
+    error (the exception itself is not sent to the server)."""
+    import mcp_types as types
+
+    try:
+        return await handler(request)
+    except Exception:
+        logger.exception("the %s handler for MCP server %r failed", kind, server_id)
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the client could not complete the request")

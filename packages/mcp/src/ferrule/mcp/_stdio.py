@@ -292,26 +292,31 @@ async def open_stdio(  # noqa: C901 - the reader, writer and stderr tasks are cl
             return False
         return True
 
+    async def refuse(line: bytes, failure: str, answer: str) -> bool:
+        """A line that is not accepted: `answer` as the error of the request it names, or, when it
+        names none, `failure` ends the connection."""
+        request_id = find_request_id(line[:_PREFIX_BYTES], line[-_SUFFIX_BYTES:])
+        if request_id is None:
+            fail(failure)
+            return False
+        return await deliver(_error_for(request_id, answer, MALFORMED))
+
     async def handle(line: bytes) -> bool:
         if not line.strip():
             return True
         try:
             bounded_json.validate(line, json_limits)
         except bounded_json.MalformedJsonError as exc:
-            request_id = find_request_id(line[:_PREFIX_BYTES], line[-_SUFFIX_BYTES:])
-            if request_id is None:
-                fail(f"the server wrote malformed JSON to stdout ({exc.reason}): {_preview(line)}")
-                return False
-            return await deliver(
-                _error_for(request_id, f"the server sent a malformed response ({exc.reason})", MALFORMED)
+            return await refuse(
+                line,
+                f"the server wrote malformed JSON to stdout ({exc.reason}): {_preview(line)}",
+                f"the server sent a malformed response ({exc.reason})",
             )
         except bounded_json.JsonLimitError as exc:
-            request_id = find_request_id(line[:_PREFIX_BYTES], line[-_SUFFIX_BYTES:])
-            if request_id is None:
-                fail(f"the server sent a message beyond the JSON limits: {exc}")
-                return False
-            return await deliver(
-                _error_for(request_id, f"the server's response was rejected: {exc}", MALFORMED)
+            return await refuse(
+                line,
+                f"the server sent a message beyond the JSON limits: {exc}",
+                f"the server's response was rejected: {exc}",
             )
         try:
             message = jsonrpc_message_adapter.validate_json(line, by_name=False)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, cast
+from typing import Any, Final, Self, cast
 
 import anyio
 from mcp_types import JSONRPCError, JSONRPCRequest, JSONRPCResponse, Tool
@@ -137,14 +137,32 @@ def _name(tool: Any, index: int) -> str:
     return f"#{index} of the page"
 
 
-class _Read:
-    """The read stream the SDK receives from: pages checked, the end noted before the SDK sees it."""
+class _Stream:
+    """One of the transport's streams as the SDK sees it: closing and leaving it close the inner one."""
 
     __slots__ = ("_inner", "_watch")
 
     def __init__(self, inner: Any, watch: Watch) -> None:
         self._inner = inner
         self._watch = watch
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _Read(_Stream):
+    """The read stream the SDK receives from: pages checked, the end noted before the SDK sees it."""
+
+    __slots__ = ()
 
     @property
     def last_context(self) -> Any:
@@ -170,27 +188,11 @@ class _Read:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    def close(self) -> None:
-        self._inner.close()
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Read:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _Write:
+class _Write(_Stream):
     """The write stream the SDK sends to: `tools/list` requests noted, failed writes too."""
 
-    __slots__ = ("_inner", "_watch")
-
-    def __init__(self, inner: Any, watch: Watch) -> None:
-        self._inner = inner
-        self._watch = watch
+    __slots__ = ()
 
     async def send(self, item: Any) -> None:
         if isinstance(item, SessionMessage):
@@ -200,18 +202,6 @@ class _Write:
         except _ENDED:
             self._watch.ended = True
             raise
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Write:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 @contextlib.asynccontextmanager
