@@ -1,16 +1,29 @@
-"""A `WireCache` that marks what it hands back, for the codecs' wire-cache tests.
+"""Shared pieces of the codecs' wire-cache tests: a marking cache and the histories they grow.
 
 A cached body must be byte-identical to the uncached one, so a test cannot tell from the bytes
-alone which path a request took; `Marking` makes the reused turns visible.
+alone which path a request took; `Marking` makes the reused turns visible. The histories are the
+same for every codec: recorded answers strung into one conversation, and a history processor's
+view that shortens every tool result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ferrule.core.codec import WireCache
+from ferrule.core.conformance import Interaction
+from ferrule.core.messages import (
+    Message,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
-__all__ = ["Marking"]
+__all__ = ["Marking", "elide_tool_returns", "one_long_history", "replayed"]
 
 
 class Marking(WireCache):
@@ -20,3 +33,50 @@ class Marking(WireCache):
 
     def encode(self, messages: Any, view: Any, encode: Any, /) -> bytes:
         return super().encode(messages, view, encode).replace(b"step", b"STEP")
+
+
+def replayed(
+    interactions: Iterable[Interaction],
+    wanted: Callable[[str], bool],
+    decode: Callable[[Interaction], ModelResponse],
+) -> Iterator[tuple[int, ModelResponse]]:
+    """The decoded successful answers of the interactions whose URI is `wanted`, with their index."""
+    for n, it in enumerate(interactions):
+        if it.status >= 300 or not wanted(it.uri):
+            continue
+        try:
+            response = decode(it)
+        except Exception:  # recorded errors and unfinished answers are not history
+            continue
+        yield n, response
+
+
+def one_long_history(answers: Iterable[tuple[int, ModelResponse]]) -> list[Message]:
+    """One conversation from numbered answers: each followed by its tool calls' results, or a prompt."""
+    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
+    for n, response in answers:
+        history.append(response)
+        returns: list[ModelRequestPart] = [
+            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
+            for p in response.parts
+            if isinstance(p, ToolCallPart)
+        ]
+        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+    return history
+
+
+def elide_tool_returns(messages: list[Message]) -> list[Message]:
+    """A history processor's view: new requests with every tool result shortened, the rest as they are."""
+    out: list[Message] = []
+    for m in messages:
+        if isinstance(m, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in m.parts):
+            parts = [
+                ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
+                if isinstance(p, ToolReturnPart)
+                else p
+                for p in m.parts
+            ]
+            out.append(ModelRequest(parts=parts))
+        else:
+            out.append(m)
+    return out
