@@ -13,17 +13,27 @@ from typing import Any
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import Interaction
+from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
+from ferrule.core.model import ModelCall
 
-__all__ = ["Marking", "elide_tool_returns", "one_long_history", "replayed"]
+__all__ = [
+    "Marking",
+    "assert_every_step_identical",
+    "edit_answer",
+    "elide_tool_returns",
+    "one_long_history",
+    "replayed",
+]
 
 
 class Marking(WireCache):
@@ -80,3 +90,36 @@ def elide_tool_returns(messages: list[Message]) -> list[Message]:
         else:
             out.append(m)
     return out
+
+
+def edit_answer(messages: list[Message], index: int) -> TextPart:
+    """Edit in place the text (the second part) of the model answer at `index`; the part, to edit again."""
+    response = messages[index]
+    assert isinstance(response, ModelResponse)
+    text = response.parts[1]
+    assert isinstance(text, TextPart)
+    text.content = "edited in place"
+    return text
+
+
+def assert_every_step_identical(
+    history: list[Message], encode: Callable[[ModelCall, WireCache | None], object]
+) -> None:
+    """Encode each prefix of `history` through one cache and without one: the same request or error.
+
+    `encode(call, cache)` builds the request with the codec under test; a `UserError` stands as its
+    text, so a refusal must be the same refusal with and without the cache.
+    """
+    cache = WireCache()
+    for end in range(1, len(history) + 1):
+        call = ModelCall(instructions="Be brief.", messages=history[:end])
+        assert _outcome(encode, call, cache) == _outcome(encode, call, None)
+
+
+def _outcome(
+    encode: Callable[[ModelCall, WireCache | None], object], call: ModelCall, cache: WireCache | None
+) -> object:
+    try:
+        return encode(call, cache)
+    except UserError as exc:
+        return f"{type(exc).__name__}: {exc}"

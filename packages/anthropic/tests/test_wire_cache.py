@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import replay
-from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     CachePoint,
     ImageUrl,
@@ -38,7 +37,14 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.providers.anthropic import codec
 from tests.support.cassettes import ANTHROPIC_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import Marking, elide_tool_returns, one_long_history, replayed
+from tests.support.wire_cache import (
+    Marking,
+    assert_every_step_identical,
+    edit_answer,
+    elide_tool_returns,
+    one_long_history,
+    replayed,
+)
 
 MODEL = "claude-sonnet-4-5"
 
@@ -185,11 +191,7 @@ def test_a_message_changed_in_place_is_encoded_again() -> None:
     messages = history(3)
     cache = WireCache()
     assert_same(ModelCall(messages=messages), cache)
-    response = messages[1]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    edit_answer(messages, 1)
     request = messages[2]
     assert isinstance(request, ModelRequest)
     request.parts.append(UserPromptPart(content=["appended", CachePoint()]))
@@ -287,17 +289,9 @@ def messages(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-def outcome(call: ModelCall, cache: WireCache | None) -> codec.EncodedRequest | str:
-    try:
-        return codec.AnthropicCodec(model_name=MODEL, wire_cache=cache).encode(call)
-    except UserError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 @settings(max_examples=150, derandomize=True, deadline=None)
 @given(messages())
 def test_random_histories_grown_step_by_step_are_byte_identical(history: list[Message]) -> None:
-    cache = WireCache()
-    for end in range(1, len(history) + 1):
-        call = ModelCall(instructions="Be brief.", messages=history[:end])
-        assert outcome(call, cache) == outcome(call, None)
+    assert_every_step_identical(
+        history, lambda call, cache: codec.AnthropicCodec(model_name=MODEL, wire_cache=cache).encode(call)
+    )

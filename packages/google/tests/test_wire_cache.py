@@ -32,7 +32,14 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.providers.google.codec import GoogleCodec
 from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import Marking, elide_tool_returns, one_long_history, replayed
+from tests.support.wire_cache import (
+    Marking,
+    assert_every_step_identical,
+    edit_answer,
+    elide_tool_returns,
+    one_long_history,
+    replayed,
+)
 
 MODEL = "gemini-2.5-flash"
 
@@ -102,11 +109,7 @@ def test_a_message_changed_in_place_or_replaced_is_encoded_again() -> None:
     canonical = GoogleCodec(model_name=MODEL).encode(ModelCall(messages=messages)).body
     cache = WireCache()
     assert_same(ModelCall(messages=messages), cache)
-    response = messages[1]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    text = edit_answer(messages, 1)
     assert b"edited in place" in assert_same(ModelCall(messages=messages), cache)
     body = assert_same(ModelCall(messages=elide_tool_returns(messages)), cache)
     assert body.count(b"(elided)") == 5
@@ -169,17 +172,9 @@ def messages(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-def outcome(call: ModelCall, cache: WireCache | None) -> bytes | str:
-    try:
-        return GoogleCodec(model_name=MODEL, wire_cache=cache).encode(call).body
-    except UserError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 @settings(max_examples=150, derandomize=True, deadline=None)
 @given(messages())
 def test_random_histories_grown_step_by_step_are_byte_identical(history: list[Message]) -> None:
-    cache = WireCache()
-    for end in range(1, len(history) + 1):
-        call = ModelCall(instructions="Be brief.", messages=history[:end])
-        assert outcome(call, cache) == outcome(call, None)
+    assert_every_step_identical(
+        history, lambda call, cache: GoogleCodec(model_name=MODEL, wire_cache=cache).encode(call).body
+    )

@@ -34,7 +34,7 @@ from ferrule.core.model import ModelCall
 from ferrule.providers.openai import chat_codec, responses_codec
 from ferrule.providers.openai.profiles import ChatDialect, deepseek_profile, openai_chat_profile
 from tests.support.cassettes import OPENAI_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import elide_tool_returns, one_long_history, replayed
+from tests.support.wire_cache import edit_answer, elide_tool_returns, one_long_history, replayed
 
 OPENAI = openai_chat_profile("gpt-4.1").dialect
 DIALECTS = {
@@ -284,11 +284,7 @@ def test_responses_every_step_of_a_growing_history_is_byte_identical() -> None:
     for end in range(1, len(history) + 1):
         assert_same_responses(ModelCall(instructions="Be brief.", messages=history[:end]), cache)
     assert len(cache) == len(history)
-    response = history[3]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    edit_answer(history, 3)
     assert b"edited in place" in assert_same_responses(ModelCall(messages=history), cache)
     assert_same_responses(ModelCall(messages=history), cache, "gpt-4.1")
 
