@@ -536,6 +536,21 @@ def _check(call: ModelCall, it_id: str) -> None:
     assert _normalize(ours) == _normalize(recorded)
 
 
+def _follow_up(test: str, then: ModelRequest | None = None) -> tuple[str, dict[str, Any], list[Message]]:
+    """The recorded second request of `test`: its ID, its body and the history it replays.
+
+    The history is the recorded first prompt, the recorded first answer, then `then` or else the
+    recorded second prompt.
+    """
+    it_id = f"{test}#1"
+    recorded = _recorded(it_id)
+    return (
+        it_id,
+        recorded,
+        [_prompt(recorded, 0), _get(f"{test}#0"), _prompt(recorded, 2) if then is None else then],
+    )
+
+
 SETTINGS = ModelSettings(max_tokens=4096)
 
 
@@ -566,25 +581,16 @@ def test_request_parallel_tool_results() -> None:
 
 
 def test_request_replays_thinking_signature() -> None:
-    it_id = "test_anthropic/test_anthropic_model_thinking_part#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_model_thinking_part#0"),
-        _prompt(recorded, 2),
-    ]
+    it_id, _, history = _follow_up("test_anthropic/test_anthropic_model_thinking_part")
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=1024)
     _check(ModelCall(messages=history, settings=settings), it_id)
 
 
 def test_request_replays_redacted_thinking() -> None:
-    it_id = "test_anthropic/test_anthropic_model_thinking_part_redacted#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_model_thinking_part_redacted#0"),
+    it_id, _, history = _follow_up(
+        "test_anthropic/test_anthropic_model_thinking_part_redacted",
         ModelRequest.user_text_prompt("What was that?"),
-    ]
+    )
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=1024)
     _check(ModelCall(messages=history, settings=settings), it_id)
 
@@ -600,26 +606,17 @@ def test_request_thinking_with_tool_result() -> None:
 
 
 def test_request_replays_web_search_blocks() -> None:
-    it_id = "test_anthropic/test_anthropic_web_search_tool#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_web_search_tool#0"),
+    it_id, _, history = _follow_up(
+        "test_anthropic/test_anthropic_web_search_tool",
         ModelRequest.user_text_prompt("how about Mexico City?"),
-    ]
+    )
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=3000)
     call = ModelCall(messages=history, native_tools=[NativeTool(kind="web_search")], settings=settings)
     _check(call, it_id)
 
 
 def test_request_replays_web_fetch_blocks() -> None:
-    it_id = "test_anthropic/test_anthropic_web_fetch_tool#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_web_fetch_tool#0"),
-        _prompt(recorded, 2),
-    ]
+    it_id, _, history = _follow_up("test_anthropic/test_anthropic_web_fetch_tool")
     settings = ModelSettings(max_tokens=4096, thinking_budget_tokens=3000)
     call = ModelCall(messages=history, native_tools=[NativeTool(kind="web_fetch")], settings=settings)
     _check(call, it_id)
@@ -628,13 +625,7 @@ def test_request_replays_web_fetch_blocks() -> None:
 
 
 def test_request_replays_bash_code_execution_with_container() -> None:
-    it_id = "test_anthropic/test_anthropic_code_execution_tool_container_reuse#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_code_execution_tool_container_reuse#0"),
-        _prompt(recorded, 2),
-    ]
+    it_id, recorded, history = _follow_up("test_anthropic/test_anthropic_code_execution_tool_container_reuse")
     settings = ModelSettings(
         max_tokens=4096,
         extra_body=[ProviderExtraBody(provider="anthropic", body={"container": recorded["container"]})],
@@ -649,13 +640,7 @@ def test_request_replays_bash_code_execution_with_container() -> None:
 
 
 def test_request_replays_mcp_blocks() -> None:
-    it_id = "test_anthropic/test_anthropic_mcp_servers#1"
-    recorded = _recorded(it_id)
-    history: list[Message] = [
-        _prompt(recorded, 0),
-        _get("test_anthropic/test_anthropic_mcp_servers#0"),
-        _prompt(recorded, 2),
-    ]
+    it_id, recorded, history = _follow_up("test_anthropic/test_anthropic_mcp_servers")
     settings = ModelSettings(
         max_tokens=4096,
         thinking_budget_tokens=3000,

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import replay
-from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     CachePoint,
     ImageUrl,
@@ -38,7 +37,14 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.providers.anthropic import codec
 from tests.support.cassettes import ANTHROPIC_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import Marking
+from tests.support.wire_cache import (
+    Marking,
+    assert_every_step_identical,
+    edit_answer,
+    elide_tool_returns,
+    one_long_history,
+    replayed,
+)
 
 MODEL = "claude-sonnet-4-5"
 
@@ -185,11 +191,7 @@ def test_a_message_changed_in_place_is_encoded_again() -> None:
     messages = history(3)
     cache = WireCache()
     assert_same(ModelCall(messages=messages), cache)
-    response = messages[1]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    edit_answer(messages, 1)
     request = messages[2]
     assert isinstance(request, ModelRequest)
     request.parts.append(UserPromptPart(content=["appended", CachePoint()]))
@@ -207,20 +209,7 @@ def test_a_history_processor_replacing_messages_and_another_model() -> None:
     canonical = codec.AnthropicCodec(model_name=MODEL).encode(ModelCall(messages=messages)).body
     cache = WireCache()
     assert_same(ModelCall(messages=messages), cache)
-    view = [
-        ModelRequest(
-            parts=[
-                ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
-                if isinstance(p, ToolReturnPart)
-                else p
-                for p in m.parts
-            ]
-        )
-        if isinstance(m, ModelRequest)
-        else m
-        for m in messages
-    ]
-    body = assert_same(ModelCall(messages=view), cache).body
+    body = assert_same(ModelCall(messages=elide_tool_returns(messages)), cache).body
     assert body.count(b"(elided)") == 8
     assert b'"sum"' not in body
     assert assert_same(ModelCall(messages=messages), cache).body == canonical
@@ -230,21 +219,12 @@ def test_a_history_processor_replacing_messages_and_another_model() -> None:
 
 @pytest.mark.skipif(cassette_root() is None, reason="the shared cassettes are not available")
 def test_recorded_answers_replayed_as_one_long_history() -> None:
-    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
-    for n, it in enumerate(iter_interactions(*ANTHROPIC_FOLDERS)):
-        if it.status >= 300 or not it.uri.split("?", 1)[0].endswith("/v1/messages"):
-            continue
-        try:
-            response = replay(codec.AnthropicCodec(), it)
-        except Exception:  # recorded errors and unfinished answers are not history
-            continue
-        history.append(response)
-        returns: list[ModelRequestPart] = [
-            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
-            for p in response.parts
-            if isinstance(p, ToolCallPart)
-        ]
-        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+    answers = replayed(
+        iter_interactions(*ANTHROPIC_FOLDERS),
+        lambda uri: uri.split("?", 1)[0].endswith("/v1/messages"),
+        lambda it: replay(codec.AnthropicCodec(), it),
+    )
+    history = one_long_history(answers)
     assert len(history) > 50
     cache = WireCache()
     for end in range(1, len(history) + 1, 3):
@@ -309,17 +289,9 @@ def messages(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-def outcome(call: ModelCall, cache: WireCache | None) -> codec.EncodedRequest | str:
-    try:
-        return codec.AnthropicCodec(model_name=MODEL, wire_cache=cache).encode(call)
-    except UserError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 @settings(max_examples=150, derandomize=True, deadline=None)
 @given(messages())
 def test_random_histories_grown_step_by_step_are_byte_identical(history: list[Message]) -> None:
-    cache = WireCache()
-    for end in range(1, len(history) + 1):
-        call = ModelCall(instructions="Be brief.", messages=history[:end])
-        assert outcome(call, cache) == outcome(call, None)
+    assert_every_step_identical(
+        history, lambda call, cache: codec.AnthropicCodec(model_name=MODEL, wire_cache=cache).encode(call)
+    )

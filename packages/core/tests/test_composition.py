@@ -34,13 +34,15 @@ from ferrule.core.model import (
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 
+from ._support import FixedModel
+
 pytestmark = pytest.mark.anyio
 
 CALL = ModelCall(messages=[ModelRequest.user_text_prompt("hi")])
 TOOLS = ModelProfile(supports_tools=True, supports_parallel_tool_calls=True)
 
 
-class FakeModel(Model):
+class FakeModel(FixedModel):
     """Streams `text` in two deltas, or raises `fail` after `fail_after` events; records every call."""
 
     def __init__(
@@ -54,27 +56,15 @@ class FakeModel(Model):
         settings: ModelSettings | None = None,
         buffered_fail: Exception | None = None,
     ) -> None:
+        super().__init__(name, provider_name="fake", profile=profile)
         self.name = name
         self.text = text
         self.fail = fail
         self.fail_after = fail_after
         self.buffered_fail = buffered_fail
-        self._profile = profile or ModelProfile()
         self.settings = settings
         self.calls: list[ModelCall] = []
         self.closed = 0
-
-    @property
-    def model_name(self) -> str:
-        return self.name
-
-    @property
-    def provider_name(self) -> str:
-        return "fake"
-
-    @property
-    def profile(self) -> ModelProfile:
-        return self._profile
 
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
         self.calls.append(call)

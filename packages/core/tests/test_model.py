@@ -7,7 +7,6 @@ import pytest
 from ferrule.core.errors import ResponseDecodeError, UnsupportedFeatureError
 from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
 from ferrule.core.model import (
-    Model,
     ModelCall,
     ModelStreamEvent,
     PartDeltaEvent,
@@ -17,33 +16,23 @@ from ferrule.core.model import (
 )
 from ferrule.core.profile import ModelProfile
 
+from ._support import FixedModel
+
 pytestmark = pytest.mark.anyio
 
 CALL = ModelCall(messages=[ModelRequest.user_text_prompt("hi")])
 
 
-class ScriptedModel(Model):
+class ScriptedModel(FixedModel):
     """A model whose stream is a fixed list of events; records whether I/O started."""
 
     def __init__(
         self, events: Callable[[], list[ModelStreamEvent]], profile: ModelProfile | None = None
     ) -> None:
+        super().__init__("scripted", profile=profile)
         self._events = events
-        self._profile = profile or ModelProfile()
         self.started = False
         self.closed = False
-
-    @property
-    def model_name(self) -> str:
-        return "scripted"
-
-    @property
-    def provider_name(self) -> str:
-        return "test"
-
-    @property
-    def profile(self) -> ModelProfile:
-        return self._profile
 
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
         self.started = True

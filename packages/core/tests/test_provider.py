@@ -511,6 +511,18 @@ async def test_cancelling_a_request_closes_its_connection(serve: Callable[[Handl
 # -- streaming -----------------------------------------------------------------------------------
 
 
+def chunked_reply(*chunks: bytes, headers: dict[str, str] | None = None) -> Handler:
+    """A 200 whose body is sent in exactly these chunks (a chunked transfer, each its own write)."""
+
+    def handler(conn: Conn, request: Request) -> None:
+        conn.start_chunked(headers=headers)
+        for chunk in chunks:
+            conn.chunk(chunk)
+        conn.end_chunked()
+
+    return handler
+
+
 @pytest.mark.anyio
 async def test_sse_events_arrive_incrementally(serve: Callable[[Handler], Server]) -> None:
     def handler(conn: Conn, request: Request) -> None:
@@ -535,14 +547,8 @@ async def test_sse_events_arrive_incrementally(serve: Callable[[Handler], Server
 @pytest.mark.anyio
 async def test_sse_gzip_stream(serve: Callable[[Handler], Server]) -> None:
     payload = gzip.compress(b"".join(b"data: %d\n\n" % i for i in range(100)))
-
-    def handler(conn: Conn, request: Request) -> None:
-        conn.start_chunked(headers={"content-encoding": "gzip"})
-        for i in range(0, len(payload), 7):
-            conn.chunk(payload[i : i + 7])
-        conn.end_chunked()
-
-    server = serve(handler)
+    pieces = [payload[i : i + 7] for i in range(0, len(payload), 7)]
+    server = serve(chunked_reply(*pieces, headers={"content-encoding": "gzip"}))
     async with provider_for(server) as provider, provider.stream_sse("GET", "x") as events:
         assert [int(e.data) async for e in events] == list(range(100))
 
@@ -657,13 +663,7 @@ async def test_cancelled_consumer_closes_the_connection(serve: Callable[[Handler
 
 @pytest.mark.anyio
 async def test_stream_lines_for_ndjson(serve: Callable[[Handler], Server]) -> None:
-    def handler(conn: Conn, request: Request) -> None:
-        conn.start_chunked()
-        conn.chunk(b'{"a": 1}\n{"b"')
-        conn.chunk(b': 2}\r\n\n  \n{"c": 3}')
-        conn.end_chunked()
-
-    server = serve(handler)
+    server = serve(chunked_reply(b'{"a": 1}\n{"b"', b': 2}\r\n\n  \n{"c": 3}'))
     async with provider_for(server) as provider, provider.stream_lines("POST", "x", content=b"{}") as lines:
         assert [json.loads(line) async for line in lines] == [{"a": 1}, {"b": 2}, {"c": 3}]
 
@@ -686,13 +686,7 @@ async def test_stream_lines_limit(serve: Callable[[Handler], Server]) -> None:
 
 @pytest.mark.anyio
 async def test_stream_bytes(serve: Callable[[Handler], Server]) -> None:
-    def handler(conn: Conn, request: Request) -> None:
-        conn.start_chunked()
-        conn.chunk(b"abc")
-        conn.chunk(b"def")
-        conn.end_chunked()
-
-    server = serve(handler)
+    server = serve(chunked_reply(b"abc", b"def"))
     async with provider_for(server) as provider, provider.stream_bytes("GET", "x") as chunks:
         assert b"".join([c async for c in chunks]) == b"abcdef"
 

@@ -26,8 +26,7 @@ from ferrule.core.errors import (
 )
 from ferrule.core.http import Timeouts, redact_text
 from ferrule.core.messages import ModelRequest, ModelResponse
-from ferrule.core.model import Model, ModelCall, ModelStreamEvent
-from ferrule.core.profile import ModelProfile
+from ferrule.core.model import ModelCall, ModelStreamEvent
 from ferrule.core.provider import Provider, redacts_errors
 from ferrule.core.redaction import (
     HTTP_LOGGERS,
@@ -41,6 +40,8 @@ from ferrule.core.url_policy import UrlPolicy
 from tests.support.http_server import Conn, Handler, Request
 from tests.support.http_server import LocalServer as Server
 from tests.support.leaks import exception_texts, find_leaks, log_texts
+
+from ._support import FixedModel
 
 # Shapes no pattern recognises, so only the configured-secret match can catch them.
 SHORT = "k9x2"
@@ -287,23 +288,12 @@ async def test_provider_methods_that_parse_responses_scrub_their_errors(
     assert_clean(PLAIN, info.value)
 
 
-class _EchoModel(Model):
+class _EchoModel(FixedModel):
     """A model whose 'codec' quotes the key in an in-band error."""
 
     def __init__(self, redactor: Redactor | None) -> None:
+        super().__init__("echo")
         self._redactor = redactor
-
-    @property
-    def model_name(self) -> str:
-        return "echo"
-
-    @property
-    def provider_name(self) -> str:
-        return "test"
-
-    @property
-    def profile(self) -> ModelProfile:
-        return ModelProfile()
 
     @property
     def redactor(self) -> Redactor | None:

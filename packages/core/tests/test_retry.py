@@ -20,7 +20,6 @@ from ferrule.core.errors import (
 )
 from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
 from ferrule.core.model import (
-    Model,
     ModelCall,
     ModelStreamEvent,
     PartDeltaEvent,
@@ -40,29 +39,20 @@ from ferrule.core.retry import (
 )
 from ferrule.core.settings import ModelSettings
 
+from ._support import FixedModel
+
 pytestmark = pytest.mark.anyio
 
 
-class Scripted(Model):
+class Scripted(FixedModel):
     """Each attempt pops one behaviour: an exception to raise, a delay, or a text answer."""
 
     def __init__(self, *behaviours: object, fail_after_first_event: bool = False) -> None:
+        super().__init__("scripted", profile=ModelProfile(supported_settings=frozenset({"timeout"})))
         self.behaviours = list(behaviours)
         self.attempts = 0
         self.deadlines: list[float | None] = []
         self.fail_after_first_event = fail_after_first_event
-
-    @property
-    def model_name(self) -> str:
-        return "scripted"
-
-    @property
-    def provider_name(self) -> str:
-        return "test"
-
-    @property
-    def profile(self) -> ModelProfile:
-        return ModelProfile(supported_settings=frozenset({"timeout"}))
 
     async def _next(self, call: ModelCall) -> str:
         self.attempts += 1

@@ -278,10 +278,14 @@ async def test_error_body_capture_is_opt_in_and_redacted(serve: Serve) -> None:
         assert KEY not in (error.body or "")
 
 
+PARTIAL_TEXT_EVENT = b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n'
+"""The first event of a stream that never finishes: some text, no finishReason."""
+
+
 async def test_stalled_stream_times_out(serve: Serve) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.start_chunked(200, {"content-type": "text/event-stream"})
-        conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
+        conn.chunk(PARTIAL_TEXT_EVENT)
         conn.hang()
         return False
 
@@ -310,30 +314,36 @@ async def test_settings_timeout_bounds_a_buffered_call(serve: Serve) -> None:
         await model.request(call)
 
 
-async def test_stream_cut_before_finish_reason(serve: Serve) -> None:
+@pytest.mark.parametrize(
+    ("chunks", "error", "message"),
+    [
+        pytest.param(
+            [PARTIAL_TEXT_EVENT], ResponseDecodeError, "without a finishReason", id="cut-before-finish-reason"
+        ),
+        pytest.param(
+            [
+                PARTIAL_TEXT_EVENT,
+                b'data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}'
+                b"\r\n\r\n",
+            ],
+            ServerError,
+            "overloaded",
+            id="error-event-inside-a-stream",
+        ),
+    ],
+)
+async def test_a_broken_stream_raises_a_typed_error(
+    serve: Serve, chunks: list[bytes], error: type[Exception], message: str
+) -> None:
     def handler(conn: Any, request: Any) -> bool:
         conn.start_chunked(200, {"content-type": "text/event-stream"})
-        conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
+        for chunk in chunks:
+            conn.chunk(chunk)
         conn.end_chunked()
         return False
 
     model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
-    with pytest.raises(ResponseDecodeError, match="without a finishReason"):
-        await consume(model)
-
-
-async def test_error_event_inside_a_stream(serve: Serve) -> None:
-    def handler(conn: Any, request: Any) -> bool:
-        conn.start_chunked(200, {"content-type": "text/event-stream"})
-        conn.chunk(b'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n')
-        conn.chunk(
-            b'data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}\r\n\r\n'
-        )
-        conn.end_chunked()
-        return False
-
-    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
-    with pytest.raises(ServerError, match="overloaded"):
+    with pytest.raises(error, match=message):
         await consume(model)
 
 

@@ -16,12 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
-from ferrule.core.conformance import replay
+from ferrule.core.conformance import Interaction, replay
 from ferrule.core.errors import UserError
 from ferrule.core.messages import (
     Message,
     ModelRequest,
-    ModelRequestPart,
     ModelResponse,
     SystemPromptPart,
     TextPart,
@@ -33,7 +32,14 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.providers.google.codec import GoogleCodec
 from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import Marking
+from tests.support.wire_cache import (
+    Marking,
+    assert_every_step_identical,
+    edit_answer,
+    elide_tool_returns,
+    one_long_history,
+    replayed,
+)
 
 MODEL = "gemini-2.5-flash"
 
@@ -103,26 +109,9 @@ def test_a_message_changed_in_place_or_replaced_is_encoded_again() -> None:
     canonical = GoogleCodec(model_name=MODEL).encode(ModelCall(messages=messages)).body
     cache = WireCache()
     assert_same(ModelCall(messages=messages), cache)
-    response = messages[1]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    text = edit_answer(messages, 1)
     assert b"edited in place" in assert_same(ModelCall(messages=messages), cache)
-    view = [
-        ModelRequest(
-            parts=[
-                ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
-                if isinstance(p, ToolReturnPart)
-                else p
-                for p in m.parts
-            ]
-        )
-        if isinstance(m, ModelRequest)
-        else m
-        for m in messages
-    ]
-    body = assert_same(ModelCall(messages=view), cache)
+    body = assert_same(ModelCall(messages=elide_tool_returns(messages)), cache)
     assert body.count(b"(elided)") == 5
     text.content = 'step 0 \u00e9\u2603 "quoted"'
     assert assert_same(ModelCall(messages=messages), cache) == canonical
@@ -130,22 +119,13 @@ def test_a_message_changed_in_place_or_replaced_is_encoded_again() -> None:
 
 @pytest.mark.skipif(cassette_root() is None, reason="the shared cassettes are not available")
 def test_recorded_answers_replayed_as_one_long_history() -> None:
-    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
-    for n, it in enumerate(iter_interactions(*GOOGLE_FOLDERS)):
-        if it.status >= 300 or "enerateContent" not in it.uri:
-            continue
+    def decode(it: Interaction) -> ModelResponse:
         model = it.uri.split("/models/")[1].split(":")[0]
-        try:
-            response = replay(GoogleCodec(model_name=model), it, ignore=("timestamp", "tool_call_id"))
-        except Exception:  # recorded errors and unfinished answers are not history
-            continue
-        history.append(response)
-        returns: list[ModelRequestPart] = [
-            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
-            for p in response.parts
-            if isinstance(p, ToolCallPart)
-        ]
-        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+        return replay(GoogleCodec(model_name=model), it, ignore=("timestamp", "tool_call_id"))
+
+    history = one_long_history(
+        replayed(iter_interactions(*GOOGLE_FOLDERS), lambda uri: "enerateContent" in uri, decode)
+    )
     assert len(history) > 50
     cache = WireCache()
     for end in range(1, len(history) + 1, 3):
@@ -192,17 +172,9 @@ def messages(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-def outcome(call: ModelCall, cache: WireCache | None) -> bytes | str:
-    try:
-        return GoogleCodec(model_name=MODEL, wire_cache=cache).encode(call).body
-    except UserError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 @settings(max_examples=150, derandomize=True, deadline=None)
 @given(messages())
 def test_random_histories_grown_step_by_step_are_byte_identical(history: list[Message]) -> None:
-    cache = WireCache()
-    for end in range(1, len(history) + 1):
-        call = ModelCall(instructions="Be brief.", messages=history[:end])
-        assert outcome(call, cache) == outcome(call, None)
+    assert_every_step_identical(
+        history, lambda call, cache: GoogleCodec(model_name=MODEL, wire_cache=cache).encode(call).body
+    )

@@ -377,40 +377,46 @@ async def test_truncated_stream_after_events_raises_and_is_not_retried(
     assert len(server.requests) == 1  # visible output was emitted: never retried
 
 
-@pytest.mark.anyio
-async def test_empty_stream_is_never_an_empty_success(serve: Serve) -> None:
-    server = serve(lambda conn, request: conn.stream(b": keep-alive\n\n"))
-    model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
-    with pytest.raises(ResponseDecodeError):
-        await collect(model.stream(user()))
-
-
-@pytest.mark.anyio
-async def test_response_failed_event_raises_typed_error(serve: Serve) -> None:
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
-        {
-            "type": "response.failed",
-            "response": {
-                "id": "resp_1",
-                "status": "failed",
-                "error": {"code": "server_error", "message": "boom"},
-            },
+_FAILED_EVENTS: list[dict[str, Any]] = [
+    {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+    {
+        "type": "response.failed",
+        "response": {
+            "id": "resp_1",
+            "status": "failed",
+            "error": {"code": "server_error", "message": "boom"},
         },
-    ]
-    body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-    server = serve(lambda conn, request: conn.stream(body))
-    model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
-    with pytest.raises(ServerError, match="boom"):
-        await collect(model.stream(user()))
+    },
+]
 
 
 @pytest.mark.anyio
-async def test_error_event_rate_limit_is_typed(serve: Serve) -> None:
-    body = b'event: error\ndata: {"type": "error", "code": "rate_limit_exceeded", "message": "too fast"}\n\n'
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        pytest.param(
+            b": keep-alive\n\n", ResponseDecodeError, None, id="empty-stream-is-never-an-empty-success"
+        ),
+        pytest.param(
+            b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in _FAILED_EVENTS),
+            ServerError,
+            "boom",
+            id="response-failed-event",
+        ),
+        pytest.param(
+            b'event: error\ndata: {"type": "error", "code": "rate_limit_exceeded", "message": "too fast"}\n\n',
+            RateLimitError,
+            "too fast",
+            id="error-event-rate-limit",
+        ),
+    ],
+)
+async def test_a_failed_responses_stream_raises_a_typed_error(
+    serve: Serve, body: bytes, error: type[Exception], message: str | None
+) -> None:
     server = serve(lambda conn, request: conn.stream(body))
     model = OpenAIResponsesModel("gpt-4o", provider=openai(server))
-    with pytest.raises(RateLimitError, match="too fast"):
+    with pytest.raises(error, match=message):
         await collect(model.stream(user()))
 
 

@@ -21,7 +21,6 @@ from ferrule.core.messages import (
     ImageUrl,
     Message,
     ModelRequest,
-    ModelRequestPart,
     ModelResponse,
     RetryPromptPart,
     SystemPromptPart,
@@ -35,6 +34,7 @@ from ferrule.core.model import ModelCall
 from ferrule.providers.openai import chat_codec, responses_codec
 from ferrule.providers.openai.profiles import ChatDialect, deepseek_profile, openai_chat_profile
 from tests.support.cassettes import OPENAI_FOLDERS, cassette_root, iter_interactions
+from tests.support.wire_cache import edit_answer, elide_tool_returns, one_long_history, replayed
 
 OPENAI = openai_chat_profile("gpt-4.1").dialect
 DIALECTS = {
@@ -118,30 +118,19 @@ def test_every_step_of_a_growing_history_is_byte_identical(dialect: ChatDialect)
 
 
 def recorded_responses() -> list[ModelResponse]:
-    responses: list[ModelResponse] = []
-    for it in iter_interactions(*OPENAI_FOLDERS):
-        if it.status >= 300 or not it.uri.endswith("/chat/completions"):
-            continue
-        try:
-            responses.append(replay(chat_codec.ChatCodec(), it))
-        except Exception:  # recorded errors and unfinished answers are not history
-            continue
-    return responses
+    answers = replayed(
+        iter_interactions(*OPENAI_FOLDERS),
+        lambda uri: uri.endswith("/chat/completions"),
+        lambda it: replay(chat_codec.ChatCodec(), it),
+    )
+    return [response for _, response in answers]
 
 
 @pytest.mark.skipif(cassette_root() is None, reason="the shared cassettes are not available")
 def test_recorded_answers_replayed_as_one_long_history() -> None:
     responses = recorded_responses()
     assert len(responses) > 50
-    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
-    for n, response in enumerate(responses):
-        history.append(response)
-        returns: list[ModelRequestPart] = [
-            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
-            for p in response.parts
-            if isinstance(p, ToolCallPart)
-        ]
-        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+    history = one_long_history(enumerate(responses))
     for dialect in DIALECTS.values():
         cache = WireCache()
         for end in range(1, len(history) + 1, 7):
@@ -182,22 +171,7 @@ def test_a_history_processor_replacing_messages_changes_the_view() -> None:
     cache = WireCache()
     assert_same(ModelCall(messages=history), cache)
 
-    def shorten(messages: list[Message]) -> list[Message]:
-        out: list[Message] = []
-        for m in messages:
-            if isinstance(m, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in m.parts):
-                parts = [
-                    ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
-                    if isinstance(p, ToolReturnPart)
-                    else p
-                    for p in m.parts
-                ]
-                out.append(ModelRequest(parts=parts))
-            else:
-                out.append(m)
-        return out
-
-    view = shorten(history)
+    view = elide_tool_returns(history)
     sent = json.loads(assert_same(ModelCall(messages=view), cache))
     returns = sum(
         isinstance(p, ToolReturnPart) for m in history if isinstance(m, ModelRequest) for p in m.parts
@@ -310,32 +284,19 @@ def test_responses_every_step_of_a_growing_history_is_byte_identical() -> None:
     for end in range(1, len(history) + 1):
         assert_same_responses(ModelCall(instructions="Be brief.", messages=history[:end]), cache)
     assert len(cache) == len(history)
-    response = history[3]
-    assert isinstance(response, ModelResponse)
-    text = response.parts[1]
-    assert isinstance(text, TextPart)
-    text.content = "edited in place"
+    edit_answer(history, 3)
     assert b"edited in place" in assert_same_responses(ModelCall(messages=history), cache)
     assert_same_responses(ModelCall(messages=history), cache, "gpt-4.1")
 
 
 @pytest.mark.skipif(cassette_root() is None, reason="the shared cassettes are not available")
 def test_responses_recorded_answers_replayed_as_one_long_history() -> None:
-    history: list[Message] = [ModelRequest(parts=[UserPromptPart(content="start")])]
-    for n, it in enumerate(iter_interactions(*OPENAI_FOLDERS)):
-        if it.status >= 300 or not it.uri.endswith("/responses"):
-            continue
-        try:
-            response = replay(responses_codec.ResponsesCodec(), it)
-        except Exception:  # recorded errors and unfinished answers are not history
-            continue
-        history.append(response)
-        returns: list[ModelRequestPart] = [
-            ToolReturnPart(tool_name=p.tool_name, content=f"result {n}", tool_call_id=p.tool_call_id)
-            for p in response.parts
-            if isinstance(p, ToolCallPart)
-        ]
-        history.append(ModelRequest(parts=returns or [UserPromptPart(content=f"next {n}")]))
+    answers = replayed(
+        iter_interactions(*OPENAI_FOLDERS),
+        lambda uri: uri.endswith("/responses"),
+        lambda it: replay(responses_codec.ResponsesCodec(), it),
+    )
+    history = one_long_history(answers)
     assert len(history) > 50
     cache = WireCache()
     for end in range(1, len(history) + 1, 5):

@@ -34,7 +34,7 @@ import json
 import mimetypes
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlparse
 
 import msgspec
@@ -544,27 +544,29 @@ def _rehydrate(value: Any, record: frozenset[str] | None) -> Any:
         item = _as_file(mapping, record)
         if item is not None:
             return item
-        changed: dict[str, Any] | None = None
-        for key, child in mapping.items():
-            if isinstance(child, dict | list):
-                new = _rehydrate(child, record)
-                if new is not child:
-                    if changed is None:
-                        changed = dict(mapping)
-                    changed[key] = new
-        return mapping if changed is None else changed
+        return _rehydrate_children(mapping, mapping.items(), record)
     if isinstance(value, list):
         items = cast("list[Any]", value)
-        copied: list[Any] | None = None
-        for index, child in enumerate(items):
-            if isinstance(child, dict | list):
-                new = _rehydrate(child, record)
-                if new is not child:
-                    if copied is None:
-                        copied = list(items)
-                    copied[index] = new
-        return items if copied is None else copied
+        return _rehydrate_children(items, enumerate(items), record)
     return value
+
+
+_Container = TypeVar("_Container", dict[str, Any], list[Any])
+
+
+def _rehydrate_children(
+    container: _Container, children: Iterable[tuple[Any, Any]], record: frozenset[str] | None
+) -> _Container:
+    """`container` itself when no child changes, else a shallow copy with the changed children set."""
+    changed: Any = None
+    for key, child in children:
+        if isinstance(child, dict | list):
+            new = _rehydrate(child, record)
+            if new is not child:
+                if changed is None:
+                    changed = container.copy()
+                changed[key] = new
+    return container if changed is None else changed
 
 
 def _rehydrate_tool_files(messages: list[Message]) -> None:

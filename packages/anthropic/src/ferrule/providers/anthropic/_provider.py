@@ -14,6 +14,7 @@ import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import ErrorCategory, MissingCredentialError, ResponseDecodeError, UserError
+from ferrule.core.http import HttpResponse
 from ferrule.core.messages import UploadedFile
 from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
 
@@ -242,18 +243,14 @@ class AnthropicProvider(Provider):
     async def get_file(self, file: AnthropicFile | UploadedFile) -> AnthropicFile:
         """The current metadata of a stored file."""
         file_id = self._file_id(file)
-        response = await self.request(
-            "GET", f"/v1/files/{_quote(file_id)}", headers={"anthropic-beta": BETA_FILES_API}
-        )
+        response = await self._stored_file("GET", file_id)
         return self._file(response.content, expected_id=file_id)
 
     @redacts_errors
     async def delete_file(self, file: AnthropicFile | UploadedFile) -> None:
         """Delete a stored file."""
         file_id = self._file_id(file)
-        response = await self.request(
-            "DELETE", f"/v1/files/{_quote(file_id)}", headers={"anthropic-beta": BETA_FILES_API}
-        )
+        response = await self._stored_file("DELETE", file_id)
         deleted = self._decode(response.content, _Deleted, "file deletion")
         if deleted.id != file_id or deleted.type != "file_deleted":
             raise self._bad_response(f"the deletion of {file_id!r} was not acknowledged")
@@ -271,9 +268,7 @@ class AnthropicProvider(Provider):
             raise FileNotDownloadableError(
                 f"file {file_id!r} is not downloadable: Anthropic only allows downloading files created by tools"
             )
-        response = await self.request(
-            "GET", f"/v1/files/{_quote(file_id)}/content", headers={"anthropic-beta": BETA_FILES_API}
-        )
+        response = await self._stored_file("GET", file_id, "/content")
         return response.content
 
     @redacts_errors
@@ -295,6 +290,12 @@ class AnthropicProvider(Provider):
         if not file_id:
             raise UserError("the file handle has an empty ID")
         return file_id
+
+    async def _stored_file(self, method: str, file_id: str, tail: str = "") -> HttpResponse:
+        # Every call on one stored file: its quoted ID in the path and the Files API beta header.
+        return await self.request(
+            method, f"/v1/files/{_quote(file_id)}{tail}", headers={"anthropic-beta": BETA_FILES_API}
+        )
 
     def _bad_response(self, what: str) -> ResponseDecodeError:
         return ResponseDecodeError(

@@ -82,6 +82,14 @@ _NAME = re.compile(
 # share a family prefix but not its abilities; they stay unknown until profiled on purpose.
 _SPECIAL = re.compile(r"-(?:image|tts|audio|live|embedding|native|computer|robotics|thinking-exp)\b")
 
+# Release → tier → family; a tier not listed stays unknown (Flash-Lite 3.x has its own thinking
+# levels, so it stays unknown until profiled).
+_TIERS: Final[dict[str, dict[str, GeminiFamily]]] = {
+    "2.0": {"flash": "gemini-2.0-flash", "flash-lite": "gemini-2.0-flash-lite"},
+    "2.5": {"pro": "gemini-2.5-pro", "flash": "gemini-2.5-flash", "flash-lite": "gemini-2.5-flash-lite"},
+    "3": {"pro": "gemini-3-pro", "flash": "gemini-3-flash"},
+}
+
 
 def family_of(model_name: str) -> GeminiFamily:
     """The family of a Gemini model name (with or without the `models/` prefix)."""
@@ -89,31 +97,11 @@ def family_of(model_name: str) -> GeminiFamily:
     if match is None or _SPECIAL.search(match.group("rest") or ""):
         return "unknown"
     version = match.group("version")
-    tier = match.group("tier")
-    major = version.partition(".")[0]
     if version == "1.5":
         return "gemini-1.5"
-    if version == "2.0":
-        if tier == "flash":
-            return "gemini-2.0-flash"
-        if tier == "flash-lite":
-            return "gemini-2.0-flash-lite"
-        return "unknown"
-    if version == "2.5":
-        if tier == "pro":
-            return "gemini-2.5-pro"
-        if tier == "flash":
-            return "gemini-2.5-flash"
-        if tier == "flash-lite":
-            return "gemini-2.5-flash-lite"
-        return "unknown"
-    if major == "3":
-        # Flash-Lite 3.x has its own thinking levels; it stays unknown until profiled.
-        if tier == "pro":
-            return "gemini-3-pro"
-        if tier == "flash":
-            return "gemini-3-flash"
-    return "unknown"
+    # Every 3.x version shares the 3 families.
+    release = "3" if version.partition(".")[0] == "3" else version
+    return _TIERS.get(release, {}).get(match.group("tier"), "unknown")
 
 
 _BUDGET_EFFORTS_FLASH: Final = {"none": 0, "low": 1024, "medium": 8192, "high": 24576}
@@ -131,6 +119,18 @@ def _gemini_3_traits(family: GeminiFamily) -> GoogleModelTraits:
     )
 
 
+def _flash_25_traits(family: GeminiFamily, *, min_thinking_budget: int) -> GoogleModelTraits:
+    # Gemini 2.5 Flash tiers: a thinking budget up to 24576 that zero turns off.
+    return GoogleModelTraits(
+        family=family,
+        thinking_style="budget",
+        thinking_can_be_disabled=True,
+        effort_budgets=_BUDGET_EFFORTS_FLASH,
+        min_thinking_budget=min_thinking_budget,
+        max_thinking_budget=24576,
+    )
+
+
 _TRAITS: Final[dict[GeminiFamily, GoogleModelTraits]] = {
     "gemini-1.5": GoogleModelTraits(family="gemini-1.5", schema_dialect="openapi"),
     "gemini-2.0-flash": GoogleModelTraits(family="gemini-2.0-flash"),
@@ -142,22 +142,8 @@ _TRAITS: Final[dict[GeminiFamily, GoogleModelTraits]] = {
         min_thinking_budget=128,
         max_thinking_budget=32768,
     ),
-    "gemini-2.5-flash": GoogleModelTraits(
-        family="gemini-2.5-flash",
-        thinking_style="budget",
-        thinking_can_be_disabled=True,
-        effort_budgets=_BUDGET_EFFORTS_FLASH,
-        min_thinking_budget=1,
-        max_thinking_budget=24576,
-    ),
-    "gemini-2.5-flash-lite": GoogleModelTraits(
-        family="gemini-2.5-flash-lite",
-        thinking_style="budget",
-        thinking_can_be_disabled=True,
-        effort_budgets=_BUDGET_EFFORTS_FLASH,
-        min_thinking_budget=512,
-        max_thinking_budget=24576,
-    ),
+    "gemini-2.5-flash": _flash_25_traits("gemini-2.5-flash", min_thinking_budget=1),
+    "gemini-2.5-flash-lite": _flash_25_traits("gemini-2.5-flash-lite", min_thinking_budget=512),
     "gemini-3-pro": _gemini_3_traits("gemini-3-pro"),
     "gemini-3-flash": _gemini_3_traits("gemini-3-flash"),
     "unknown": GoogleModelTraits(family="unknown", schema_dialect="openapi"),
@@ -194,6 +180,18 @@ def _chat(
     )
 
 
+def _thinking(efforts: frozenset[str], *, always_on: bool = False) -> ModelProfile:
+    # Every thinking family (2.5 on) has the full native tool set, a 1M context and 64K output.
+    return _chat(
+        native=_ALL_NATIVE,
+        context=1_048_576,
+        max_output=65_536,
+        thinking=True,
+        always_on=always_on,
+        efforts=efforts,
+    )
+
+
 _PROFILES: Final[dict[GeminiFamily, ModelProfile]] = {
     "gemini-1.5": _chat(native=frozenset({"code_execution"}), context=1_048_576, max_output=8192),
     "gemini-2.0-flash": _chat(
@@ -202,44 +200,11 @@ _PROFILES: Final[dict[GeminiFamily, ModelProfile]] = {
         max_output=8192,
     ),
     "gemini-2.0-flash-lite": _chat(native=frozenset(), context=1_048_576, max_output=8192),
-    "gemini-2.5-pro": _chat(
-        native=_ALL_NATIVE,
-        context=1_048_576,
-        max_output=65_536,
-        thinking=True,
-        always_on=True,
-        efforts=frozenset(_BUDGET_EFFORTS_PRO),
-    ),
-    "gemini-2.5-flash": _chat(
-        native=_ALL_NATIVE,
-        context=1_048_576,
-        max_output=65_536,
-        thinking=True,
-        efforts=frozenset(_BUDGET_EFFORTS_FLASH),
-    ),
-    "gemini-2.5-flash-lite": _chat(
-        native=_ALL_NATIVE,
-        context=1_048_576,
-        max_output=65_536,
-        thinking=True,
-        efforts=frozenset(_BUDGET_EFFORTS_FLASH),
-    ),
-    "gemini-3-pro": _chat(
-        native=_ALL_NATIVE,
-        context=1_048_576,
-        max_output=65_536,
-        thinking=True,
-        always_on=True,
-        efforts=frozenset({"low", "high"}),
-    ),
-    "gemini-3-flash": _chat(
-        native=_ALL_NATIVE,
-        context=1_048_576,
-        max_output=65_536,
-        thinking=True,
-        always_on=True,
-        efforts=frozenset({"minimal", "low", "medium", "high"}),
-    ),
+    "gemini-2.5-pro": _thinking(frozenset(_BUDGET_EFFORTS_PRO), always_on=True),
+    "gemini-2.5-flash": _thinking(frozenset(_BUDGET_EFFORTS_FLASH)),
+    "gemini-2.5-flash-lite": _thinking(frozenset(_BUDGET_EFFORTS_FLASH)),
+    "gemini-3-pro": _thinking(frozenset({"low", "high"}), always_on=True),
+    "gemini-3-flash": _thinking(frozenset({"minimal", "low", "medium", "high"}), always_on=True),
     # Fail-closed: text in, text out, instructions; nothing else until the application says so.
     "unknown": ModelProfile(supports_instructions=True),
 }

@@ -449,12 +449,7 @@ class LlamaCppServer:
         )
         assert process.stdout is not None
         assert process.stderr is not None
-        threading.Thread(
-            target=_drain,
-            args=(process.stderr, self._stderr_tail),
-            name="ferrule-llamacpp-stderr",
-            daemon=True,
-        ).start()
+        _drain_in_background(process.stderr, self._stderr_tail, "ferrule-llamacpp-stderr")
         ready = _read_ready(process, _START_TIMEOUT)
         if ready is None:
             _stop_child(process)
@@ -464,12 +459,7 @@ class LlamaCppServer:
                 f"(exit code {process.returncode}):\n{detail}"
             )
         # Keep reading the child's stdout so a chatty native library can never fill the pipe and block it.
-        threading.Thread(
-            target=_drain,
-            args=(process.stdout, self._stderr_tail),
-            name="ferrule-llamacpp-stdout",
-            daemon=True,
-        ).start()
+        _drain_in_background(process.stdout, self._stderr_tail, "ferrule-llamacpp-stdout")
         self._process = process
         self._origin = str(ready["origin"]).rstrip("/")
 
@@ -516,10 +506,15 @@ def wait_ready(origin: str, api_key: str | None, timeout: float = 60.0) -> None:
             time.sleep(0.05)
 
 
-def _drain(stream: Any, tail: collections.deque[str]) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        for raw in iter(stream.readline, b""):
-            tail.append(raw.decode("utf-8", "replace").rstrip())
+def _drain_in_background(stream: Any, tail: collections.deque[str], name: str) -> None:
+    """Read `stream` to its end on the daemon thread `name`, keeping its last lines in `tail`."""
+
+    def drain() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for raw in iter(stream.readline, b""):
+                tail.append(raw.decode("utf-8", "replace").rstrip())
+
+    threading.Thread(target=drain, name=name, daemon=True).start()
 
 
 def _read_ready(process: subprocess.Popen[bytes], timeout: float) -> dict[str, Any] | None:
