@@ -365,43 +365,25 @@ def _attrs_in(attributes: Mapping[str, _AttrDoc]) -> dict[str, AttributeValue]:
 
 
 def _span_out(span: SpanRecord) -> _SpanDoc:
-    return _SpanDoc(
-        name=span.name,
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id,
-        kind=span.kind,
-        start_time_unix_nano=span.start_time_unix_nano,
-        end_time_unix_nano=span.end_time_unix_nano,
-        status=span.status,
-        status_description=span.status_description,
-        scope=span.scope,
-        attributes=_attrs_out(span.attributes),
-        events=[
-            _SpanEventDoc(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_out(e.attributes))
-            for e in span.events
-        ],
-    )
+    # The document has the record's fields (a field it lacks fails here, never drops silently);
+    # only attributes and events change form.
+    fields = msgspec.structs.asdict(span)
+    fields["attributes"] = _attrs_out(span.attributes)
+    fields["events"] = [
+        _SpanEventDoc(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_out(e.attributes))
+        for e in span.events
+    ]
+    return _SpanDoc(**fields)
 
 
 def _span_in(doc: _SpanDoc) -> SpanRecord:
-    return SpanRecord(
-        name=doc.name,
-        trace_id=doc.trace_id,
-        span_id=doc.span_id,
-        parent_span_id=doc.parent_span_id,
-        kind=doc.kind,
-        start_time_unix_nano=doc.start_time_unix_nano,
-        end_time_unix_nano=doc.end_time_unix_nano,
-        status=doc.status,
-        status_description=doc.status_description,
-        scope=doc.scope,
-        attributes=_attrs_in(doc.attributes),
-        events=tuple(
-            SpanEvent(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_in(e.attributes))
-            for e in doc.events
-        ),
+    fields = msgspec.structs.asdict(doc)
+    fields["attributes"] = _attrs_in(doc.attributes)
+    fields["events"] = tuple(
+        SpanEvent(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_in(e.attributes))
+        for e in doc.events
     )
+    return SpanRecord(**fields)
 
 
 def _case_out(name: str, inputs: Any, expected: Any, metadata: Mapping[str, Any] | None) -> _CaseDoc:
