@@ -251,14 +251,9 @@ class _RunDoc(_Doc, kw_only=True):
     spans: list[_SpanDoc] = []
 
 
-class _ReportDoc(_Doc, kw_only=True):
-    format: str
-    version: int
-    name: str | None = None
-    evaluators: list[str] = []
-    trace_evaluators: list[str] = []
-    report_evaluators: list[str] = []
-    cases: list[_CaseDoc]
+# A report's document is the document of the dataset it ran (the same fields, in the same order),
+# followed by the runs and the analyses.
+class _ReportDoc(_DatasetDoc, kw_only=True):
     runs: list[_RunDoc]
     analyses: list[_AnalysisDoc] = []
 
