@@ -29,6 +29,21 @@ MODEL = "openai-chat:gpt-4.1-mini"
 KEY_ENV = "SCRIPTED_TOKEN"
 """The variable holding the (meaningless) key sent to the scripted server."""
 
+DEPLOY_TOOL_PY = '''
+from pathlib import Path
+
+
+def deploy(service: str) -> str:
+    """Deploy a service.
+
+    Args:
+        service: The service name.
+    """
+    Path("deployed.txt").write_text(service)
+    return f"deployed {service}"
+'''
+"""A tools file (`tools.py`) with one side-effecting tool, `deploy`, that writes `deployed.txt`."""
+
 # Variables a developer's shell may hold that would change what the command does (the model cache
 # and thread settings, FERRULE_CACHE_DIR and FERRULE_LLAMACPP_THREADS, are kept).
 _SCRUBBED_PARTS = ("API_KEY", "ACCESS_TOKEN")

@@ -15,7 +15,7 @@ import pytest
 from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
-from .conftest import Calls, Hang, ScriptedModel, Terminal, Text
+from .conftest import DEPLOY_TOOL_PY, Calls, Hang, ScriptedModel, Terminal, Text
 
 Scripted = Callable[..., ScriptedModel]
 
@@ -24,27 +24,13 @@ pytestmark = pytest.mark.skipif(
     reason="tmux is installed by .ci/apt.txt (CI fails without it)",
 )
 
-TOOLS_PY = '''
-from pathlib import Path
-
-
-def deploy(service: str) -> str:
-    """Deploy a service.
-
-    Args:
-        service: The service name.
-    """
-    Path("deployed.txt").write_text(service)
-    return f"deployed {service}"
-'''
-
 
 def prompts(screen: str) -> int:
     return sum(1 for line in screen.splitlines() if line.startswith(PROMPT.strip()))
 
 
 def test_chat_session_in_a_real_terminal(scripted: Scripted, terminal: Terminal, tmp_path: Path) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "tools.py").write_text(DEPLOY_TOOL_PY)
     (tmp_path / "ferrule.json").write_text(
         json.dumps({"tools": [{"function": "tools.py:deploy", "requires_approval": True}]})
     )
@@ -150,7 +136,7 @@ def test_chat_resumes_a_saved_history_and_ctrl_c_at_the_prompt_keeps_the_session
 def test_run_on_a_terminal_streams_text_and_asks_for_approval(
     scripted: Scripted, terminal: Terminal, tmp_path: Path
 ) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "tools.py").write_text(DEPLOY_TOOL_PY)
     (tmp_path / "ferrule.json").write_text(
         json.dumps({"tools": [{"function": "tools.py:deploy", "requires_approval": True}]})
     )
