@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
-from .conftest import DEPLOY_TOOL_PY, Calls, Hang, ScriptedModel, Terminal, Text
+from .conftest import DEPLOY_TOOL_PY, Calls, Hang, ScriptedModel, Terminal, Text, needs_program
 
 Scripted = Callable[..., ScriptedModel]
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None and not os.environ.get("CI"),
-    reason="tmux is installed by .ci/apt.txt (CI fails without it)",
-)
+pytestmark = needs_program("tmux")
 
 
 def prompts(screen: str) -> int:
