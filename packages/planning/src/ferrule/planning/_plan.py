@@ -391,11 +391,6 @@ async def run(
     kinds = {step_id: _decision_kind(plan, step_id, d) for step_id, d in decided.items()}
     run_id = os.urandom(8).hex()
     revision = plan.revision
-
-    async def announce(kind: Callable[..., PlanEvent], /, **fields: Any) -> None:
-        # Every event names this run, its revision and the caller's trace.
-        await notify(observer, kind(run_id=run_id, revision=revision, trace=trace, **fields))
-
     end = effective_deadline(deadline, timeout, scope)
     outputs: dict[str, Any] = {}
     advice: list[Advice] = []
@@ -403,7 +398,10 @@ async def run(
     paused: PlanPaused | None = None
     with anyio.CancelScope(deadline=math.inf if end is None else end) as cancel_scope:
         if revision > 1:
-            await announce(PlanRevisedEvent, step_ids=tuple(plan.order))
+            await notify(
+                observer,
+                PlanRevisedEvent(run_id=run_id, revision=revision, trace=trace, step_ids=tuple(plan.order)),
+            )
         for number, advisor in enumerate(advisors, 1):
             text = await call_user(advisor, plan)
             if text is None or text == "":
@@ -418,10 +416,13 @@ async def run(
                 truncated=len(text) > MAX_ADVICE_CHARS,
             )
             advice.append(item)
-            await announce(AdviceEvent, advice=item)
+            await notify(observer, AdviceEvent(run_id=run_id, revision=revision, trace=trace, advice=item))
         for step_id in plan.gated:
             kind = kinds.get(step_id, ("pending", None))[0]
-            await announce(ApprovalEvent, step_id=step_id, decision=kind)
+            await notify(
+                observer,
+                ApprovalEvent(run_id=run_id, revision=revision, trace=trace, step_id=step_id, decision=kind),  # pyright: ignore[reportArgumentType]
+            )
         denied = next((s for s in plan.gated if kinds.get(s, ("", None))[0] == "denied"), None)
         if denied is not None:
             raise PlanDenied(denied, kinds[denied][1])
@@ -442,18 +443,34 @@ async def run(
                     deps=deps,
                     run_id=run_id,
                 )
-                await announce(StepStartEvent, step_id=step_id)
+                await notify(
+                    observer, StepStartEvent(run_id=run_id, revision=revision, trace=trace, step_id=step_id)
+                )
                 try:
                     output = await call_user(step.run, ctx)
                 except Exception as exc:
                     usage = usage + ctx.usage
                     exc.add_note(f"plan step {step_id!r} (revision {revision}) failed")
-                    await announce(PlanFailedEvent, step_id=step_id, error=describe_error(exc))
+                    await notify(
+                        observer,
+                        PlanFailedEvent(
+                            run_id=run_id,
+                            revision=revision,
+                            trace=trace,
+                            step_id=step_id,
+                            error=describe_error(exc),
+                        ),
+                    )
                     raise
                 usage = usage + ctx.usage
                 outputs[step_id] = output
-                await announce(StepEndEvent, step_id=step_id, output=output)
-            await announce(PlanCompletedEvent)
+                await notify(
+                    observer,
+                    StepEndEvent(
+                        run_id=run_id, revision=revision, trace=trace, step_id=step_id, output=output
+                    ),
+                )
+            await notify(observer, PlanCompletedEvent(run_id=run_id, revision=revision, trace=trace))
     if cancel_scope.cancelled_caught:
         if end is None or anyio.current_time() < end:
             raise RunCancelledError(
@@ -462,7 +479,10 @@ async def run(
         error = PlanTimeoutError(
             f"the plan's deadline passed (revision {revision}); the running step was cancelled"
         )
-        await announce(PlanFailedEvent, error=describe_error(error))
+        await notify(
+            observer,
+            PlanFailedEvent(run_id=run_id, revision=revision, trace=trace, error=describe_error(error)),
+        )
         raise error
     if paused is not None:
         return paused
