@@ -55,7 +55,6 @@ from ._events import (
     BatchStartEvent,
     PlanCompletedEvent,
     PlanCreatedEvent,
-    PlanEvent,
     PlanFailedEvent,
     PlanRevisedEvent,
     ReplanEvent,
@@ -214,10 +213,9 @@ class Runner:
 
     # --- bookkeeping ------------------------------------------------------------------------------
 
-    async def emit(self, kind: Callable[..., PlanEvent], /, **fields: Any) -> None:
-        """Deliver a `kind` event of this run's current revision; it is built only when the run is observed."""
+    async def emit(self, event: Any) -> None:
         if self.handler is not None:
-            await self.handler(kind(run_id=self.run_id, revision=self.revision, trace=self.trace, **fields))
+            await self.handler(event)
 
     def add_model_usage(self, usage: RunUsage) -> None:
         self.usage = self.usage + usage
@@ -357,7 +355,15 @@ class Runner:
     async def _failed(self, error: PlanRunError) -> None:
         step_id = getattr(error, "step_id", None)
         with anyio.CancelScope(shield=True):
-            await self.emit(PlanFailedEvent, step_id=step_id, error=describe_error(error))
+            await self.emit(
+                PlanFailedEvent(
+                    run_id=self.run_id,
+                    revision=self.revision,
+                    trace=self.trace,
+                    step_id=step_id,
+                    error=describe_error(error),
+                )
+            )
 
     async def _plan(self, document: PlanDocument | None) -> None:
         started = time.perf_counter()
@@ -375,7 +381,9 @@ class Runner:
         self.plan = compiled
         self.revision = 1
         self.states = {s.id: StepState(step=s, revision=1) for s in compiled.steps}
-        await self.emit(PlanCreatedEvent, plan=compiled.document)
+        await self.emit(
+            PlanCreatedEvent(run_id=self.run_id, revision=1, trace=self.trace, plan=compiled.document)
+        )
 
     def _check_plan(self, output: dict[str, Any]) -> CompiledPlan:
         decoded: PlanDocument = decode_document(output, PlanDocument, "plan document")
@@ -436,7 +444,7 @@ class Runner:
             ]
             if broken:
                 await self._replan(broken)
-        await self.emit(PlanCompletedEvent)
+        await self.emit(PlanCompletedEvent(run_id=self.run_id, revision=self.revision, trace=self.trace))
 
     async def _skip(self, state: StepState, reason: str) -> None:
         state.status = "skipped"
@@ -444,7 +452,11 @@ class Runner:
         self.counts["skipped"] += 1
         step_id = state.step.id
         self.warnings.append(PlanWarning(kind="step_skipped", step_id=step_id, message=reason))
-        await self.emit(StepSkippedEvent, step_id=step_id, reason=reason)
+        await self.emit(
+            StepSkippedEvent(
+                run_id=self.run_id, revision=self.revision, trace=self.trace, step_id=step_id, reason=reason
+            )
+        )
 
     async def _clear_ready(self, plan: CompiledPlan) -> None:
         """Decide, in dependency order, which waiting steps are ready and which are skipped."""
@@ -517,7 +529,11 @@ class Runner:
             spare_models -= models
             allowances[step.id] = (tools, models)
         self.counts["batches"] = number
-        await self.emit(BatchStartEvent, batch=number, step_ids=ids)
+        await self.emit(
+            BatchStartEvent(
+                run_id=self.run_id, revision=self.revision, trace=self.trace, batch=number, step_ids=ids
+            )
+        )
         if len(batch) == 1:
             await self._run_step(batch[0], allowances.get(batch[0].id))
         else:
@@ -527,7 +543,11 @@ class Runner:
                     group.start_soon(self._guarded, group, errors, step, allowances.get(step.id))
             if errors:
                 raise errors[0]
-        await self.emit(BatchEndEvent, batch=number, step_ids=ids)
+        await self.emit(
+            BatchEndEvent(
+                run_id=self.run_id, revision=self.revision, trace=self.trace, batch=number, step_ids=ids
+            )
+        )
 
     async def _guarded(
         self,
@@ -562,7 +582,16 @@ class Runner:
                     kind="optional_step_failed", step_id=step.id, message=f"optional step failed: {error}"
                 )
             )
-        await self.emit(StepFailedEvent, step_id=step.id, status=status, error=error)
+        await self.emit(
+            StepFailedEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                step_id=step.id,
+                status=status,  # pyright: ignore[reportArgumentType]
+                error=error,
+            )
+        )
 
     def _receipt(
         self, tool: Tool[Any], call_id: str, step_id: str, status: ActionStatus, detail: str | None
@@ -650,7 +679,16 @@ class Runner:
         self.counts["steps"] += 1
         self.tool_calls += 1
         self.usage.tool_calls += 1
-        await self.emit(StepStartEvent, step_id=step.id, capability=name, input=state.input)
+        await self.emit(
+            StepStartEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                step_id=step.id,
+                capability=name,
+                input=state.input,
+            )
+        )
         timeout = tool.timeout
         finished = False
         try:
@@ -750,7 +788,15 @@ class Runner:
         self.evidence.append(
             Evidence(step_id=state.step.id, capability=capability, value=value, tool_call_id=call_id)
         )
-        await self.emit(StepEndEvent, step_id=state.step.id, output=value)
+        await self.emit(
+            StepEndEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                step_id=state.step.id,
+                output=value,
+            )
+        )
 
     async def _run_agent_step(self, state: StepState, allowance: tuple[int, int]) -> None:
         step = state.step
@@ -770,7 +816,15 @@ class Runner:
         if state.input:
             prompt += "\n\nInput (JSON):\n" + msgspec.json.encode(state.input).decode()
         self.counts["steps"] += 1
-        await self.emit(StepStartEvent, step_id=step.id, input=state.input)
+        await self.emit(
+            StepStartEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                step_id=step.id,
+                input=state.input,
+            )
+        )
         usage = RunUsage()
         messages: Sequence[Message] = ()
         try:
@@ -880,8 +934,24 @@ class Runner:
                 message=f"revision {self.revision} replaced {', '.join(replaced)} after {', '.join(failed)} failed",
             )
         )
-        await self.emit(ReplanEvent, failed=failed, replaced=replaced, added=added)
-        await self.emit(PlanRevisedEvent, step_ids=tuple(s.id for s in compiled.steps))
+        await self.emit(
+            ReplanEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                failed=failed,
+                replaced=replaced,
+                added=added,
+            )
+        )
+        await self.emit(
+            PlanRevisedEvent(
+                run_id=self.run_id,
+                revision=self.revision,
+                trace=self.trace,
+                step_ids=tuple(s.id for s in compiled.steps),
+            )
+        )
 
     def _check_patch(self, output: dict[str, Any]) -> tuple[CompiledPlan, tuple[str, ...], tuple[str, ...]]:
         patch: PlanPatch = decode_document(output, PlanPatch, "patch")
