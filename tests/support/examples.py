@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-__all__ = ["EXAMPLES", "needs_examples", "run_example"]
+__all__ = ["EXAMPLES", "load_example", "needs_examples", "run_example"]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 """The examples folder of the checkout."""
@@ -27,3 +29,17 @@ def run_example(*args: str, cwd: Path = EXAMPLES) -> subprocess.CompletedProcess
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False, env=env, cwd=cwd
     )
+
+
+def load_example(name: str) -> ModuleType:
+    """Import `docs/examples/<name>.py` as a new module (never registered in `sys.modules`); skips
+    where the checkout has no such example."""
+    path = EXAMPLES / f"{name}.py"
+    if not path.is_file():
+        pytest.skip("docs/examples is not part of this checkout")
+    spec = importlib.util.spec_from_file_location(f"docs_example_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -28,6 +29,31 @@ MODEL = "openai-chat:gpt-4.1-mini"
 """The model string the scripted server is reached with."""
 KEY_ENV = "SCRIPTED_TOKEN"
 """The variable holding the (meaningless) key sent to the scripted server."""
+
+
+def needs_program(name: str) -> pytest.MarkDecorator:
+    """Skips a test where the program `name` is not installed, except under CI: CI installs it from
+    .ci/apt.txt, so there the test runs (and fails without it)."""
+    return pytest.mark.skipif(
+        shutil.which(name) is None and not os.environ.get("CI"),
+        reason=f"{name} is installed by .ci/apt.txt (CI fails without it)",
+    )
+
+
+DEPLOY_TOOL_PY = '''
+from pathlib import Path
+
+
+def deploy(service: str) -> str:
+    """Deploy a service.
+
+    Args:
+        service: The service name.
+    """
+    Path("deployed.txt").write_text(service)
+    return f"deployed {service}"
+'''
+"""A tools file (`tools.py`) with one side-effecting tool, `deploy`, that writes `deployed.txt`."""
 
 # Variables a developer's shell may hold that would change what the command does (the model cache
 # and thread settings, FERRULE_CACHE_DIR and FERRULE_LLAMACPP_THREADS, are kept).

@@ -3,40 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
-from .conftest import Calls, Hang, ScriptedModel, Terminal, Text
+from .conftest import DEPLOY_TOOL_PY, Calls, Hang, ScriptedModel, Terminal, Text, needs_program
 
 Scripted = Callable[..., ScriptedModel]
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None and not os.environ.get("CI"),
-    reason="tmux is installed by .ci/apt.txt (CI fails without it)",
-)
-
-TOOLS_PY = '''
-from pathlib import Path
-
-
-def deploy(service: str) -> str:
-    """Deploy a service.
-
-    Args:
-        service: The service name.
-    """
-    Path("deployed.txt").write_text(service)
-    return f"deployed {service}"
-'''
+pytestmark = needs_program("tmux")
 
 
 def prompts(screen: str) -> int:
@@ -44,7 +23,7 @@ def prompts(screen: str) -> int:
 
 
 def test_chat_session_in_a_real_terminal(scripted: Scripted, terminal: Terminal, tmp_path: Path) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "tools.py").write_text(DEPLOY_TOOL_PY)
     (tmp_path / "ferrule.json").write_text(
         json.dumps({"tools": [{"function": "tools.py:deploy", "requires_approval": True}]})
     )
@@ -150,7 +129,7 @@ def test_chat_resumes_a_saved_history_and_ctrl_c_at_the_prompt_keeps_the_session
 def test_run_on_a_terminal_streams_text_and_asks_for_approval(
     scripted: Scripted, terminal: Terminal, tmp_path: Path
 ) -> None:
-    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "tools.py").write_text(DEPLOY_TOOL_PY)
     (tmp_path / "ferrule.json").write_text(
         json.dumps({"tools": [{"function": "tools.py:deploy", "requires_approval": True}]})
     )

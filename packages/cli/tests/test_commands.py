@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from .conftest import KEY_ENV, Cli, ScriptedModel, clean_env
+from .conftest import KEY_ENV, Cli, ScriptedModel, clean_env, needs_program
 
 Scripted = Callable[..., ScriptedModel]
 
@@ -104,10 +101,7 @@ def test_bash_completion(cli: Cli, tmp_path: Path) -> None:
     assert complete("run", "--spec", str(tmp_path / "agent.y")) == [str(tmp_path / "agent.yaml")]
 
 
-@pytest.mark.skipif(
-    shutil.which("fish") is None and not os.environ.get("CI"),
-    reason="fish is installed by .ci/apt.txt (CI fails without it)",
-)
+@needs_program("fish")
 def test_fish_completion(cli: Cli, tmp_path: Path) -> None:
     script = tmp_path / "ferrule.fish"
     script.write_text(cli("completion", "fish").out)
@@ -127,10 +121,7 @@ def test_fish_completion(cli: Cli, tmp_path: Path) -> None:
     assert "--approval-mode" in complete("ferrule run --approval-")
 
 
-@pytest.mark.skipif(
-    shutil.which("zsh") is None and not os.environ.get("CI"),
-    reason="zsh is installed by .ci/apt.txt (CI fails without it)",
-)
+@needs_program("zsh")
 def test_zsh_completion_loads(cli: Cli, tmp_path: Path) -> None:
     script = tmp_path / "_ferrule"
     script.write_text(cli("completion", "zsh").out)

@@ -4,24 +4,19 @@ in a real terminal, so the download progress bar shows when the model is not cac
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 
 import pytest
 
 from ferrule.providers.llamacpp import cached_model_path
 
-from .conftest import Terminal
+from .conftest import Terminal, needs_program
 
 MODEL = "qwen2.5-coder-0.5b"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    shutil.which("tmux") is None and not os.environ.get("CI"),
-    reason="tmux is installed by .ci/apt.txt (CI fails without it)",
-)
+@needs_program("tmux")
 def test_run_on_the_local_model_without_an_api_key(terminal: Terminal) -> None:
     cached = cached_model_path(MODEL) is not None
     terminal.start(

@@ -11,23 +11,13 @@ import pytest
 
 from ferrule.core import history
 
-from .conftest import KEY_ENV, MODEL, Calls, Cli, Fail, ScriptedModel, Text, clean_env
+from .conftest import DEPLOY_TOOL_PY, KEY_ENV, MODEL, Calls, Cli, Fail, ScriptedModel, Text, clean_env
 
 Scripted = Callable[..., ScriptedModel]
 
-TOOLS_PY = '''
-from pathlib import Path
-
-
-def deploy(service: str) -> str:
-    """Deploy a service.
-
-    Args:
-        service: The service name.
-    """
-    Path("deployed.txt").write_text(service)
-    return f"deployed {service}"
-
+TOOLS_PY = (
+    DEPLOY_TOOL_PY
+    + '''
 
 def add(a: int, b: int) -> int:
     """Add two numbers.
@@ -43,6 +33,7 @@ def explode() -> str:
     """Always fails."""
     raise RuntimeError("the tool exploded")
 '''
+)
 
 
 def write_config(tmp_path: Path, **fields: Any) -> Path:

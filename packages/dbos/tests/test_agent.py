@@ -17,16 +17,11 @@ from ferrule.agent.testing import TestModel
 from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval, database_url
 from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
 from tests.support.crash import Worker, effects
-from tests.support.streams import assert_delivered_once, wait_until_settled
+from tests.support.crash_runs import THREE_STEPS, killed_mid_stream
 
 from .conftest import WORKERS
 
 API_KEY = "sk-ferrule-durable-" + uuid.uuid4().hex
-THREE_STEPS = [
-    Turn(tool_calls=[("add", {"a": 1, "b": 2})]),
-    Turn(tool_calls=[("add", {"a": 3, "b": 4})]),
-    Turn(text="The sums are 3 and 7."),
-]
 
 
 def worker(database: DatabaseUrl, server: ChatServer, tmp_path: Path, mode: str) -> Worker:
@@ -122,19 +117,7 @@ def test_killed_during_a_model_request_repeats_only_that_request(
 def test_killed_during_a_stream_delivers_no_committed_event_twice(
     database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
 ) -> None:
-    # The final answer's stream stops after its first words; the worker dies there.
-    server = chat_server(THREE_STEPS, hold=Hold(turn=2, after_events=3))
-    first = worker(database, server, tmp_path, "stream")
-    assert server.holding.wait(timeout=120), "the third request should have been held mid-stream"
-    events_log, commits_log = tmp_path / "events.log", tmp_path / "commits.log"
-    wait_until_settled(events_log, commits_log)
-    first.kill()
-    delivered_before = effects(events_log)
-    assert any("content_delta='The'" in line for line in delivered_before), "some text was delivered"
-    assert "result The sums are 3 and 7." in finished(database, server, tmp_path, "stream")
-    assert dict(server.served) == {0: 1, 1: 1, 2: 2}
-    assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"]
-    assert_delivered_once(events_log, commits_log, delivered_before, "completed ['The sums are 3 and 7.']")
+    killed_mid_stream(chat_server, lambda server: worker(database, server, tmp_path, "stream"), tmp_path)
 
 
 def test_a_non_idempotent_call_interrupted_by_a_crash_is_unknown_and_not_retried(

@@ -25,28 +25,16 @@ from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from ferrule.core.usage import RequestUsage, RunUsage
 from ferrule.evals import Case, Dataset, ExactMatch, ExecutionOptions, Report, compare_reports, evaluator
+from tests.support.browser import HEADLESS_FLAGS, unavailable
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-OFFLINE_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--hide-scrollbars",
-]
+OFFLINE_FLAGS = [*HEADLESS_FLAGS, "--disable-extensions", "--hide-scrollbars"]
 
 
 @pytest.fixture
 def chromium() -> str:
     if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed; .ci/apt.txt pins Debian's chromium package")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+        unavailable("chromium is not installed (apt-get install chromium)")
     return CHROMIUM
 
 

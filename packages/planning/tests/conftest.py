@@ -183,6 +183,11 @@ def plan(*steps: dict[str, Any]) -> dict[str, Any]:
     return {"version": 1, "steps": list(steps)}
 
 
+def reads_off_dependencies(**reads: Any) -> dict[str, Any]:
+    """A plan whose step `b` depends only on `a` while its `reads` (a condition or bindings) read step `x`."""
+    return plan(step("a"), step("x"), step("b", depends_on=["a"], **reads))
+
+
 def pay_plan() -> dict[str, Any]:
     """A quote, a payment bound to the quote's amount, then a receipt lookup that depends on it."""
     return plan(

@@ -21,7 +21,7 @@ from ferrule.planning import (
     validate_plan,
 )
 
-from .conftest import Recorder, plan, step
+from .conftest import Recorder, plan, reads_off_dependencies, step
 
 
 @pytest.fixture
@@ -81,25 +81,13 @@ def test_semantic_rules_name_the_step(catalog: Catalog) -> None:
     reject(plan(step("a", depends_on=["ghost"])), catalog, "'ghost', which is not a step", "a")
     reject(plan(step("a"), step("b", depends_on=["a", "a"])), catalog, "listed twice", "b")
     reject(
-        plan(
-            step("a"),
-            step("x"),
-            step("b", depends_on=["a"], condition={"source_step": "x", "source_path": "/ok", "equals": 1}),
-        ),
+        reads_off_dependencies(condition={"source_step": "x", "source_path": "/ok", "equals": 1}),
         catalog,
         "condition reads step 'x', which is not one of its dependencies",
         "b",
     )
     reject(
-        plan(
-            step("a"),
-            step("x"),
-            step(
-                "b",
-                depends_on=["a"],
-                bindings=[{"source_step": "x", "source_path": "/t", "target_path": "/t"}],
-            ),
-        ),
+        reads_off_dependencies(bindings=[{"source_step": "x", "source_path": "/t", "target_path": "/t"}]),
         catalog,
         "binding reads step 'x', which is not one of its dependencies",
         "b",

@@ -15,7 +15,7 @@ from ferrule.core.model import JsonSchemaFormat
 from ferrule.core.profile import ModelProfile
 from ferrule.planning import PATCH_TOOL, PLAN_TOOL, PlanBudget, PlanError, PlanningAgent
 
-from .conftest import Recorder, Script, plan, retry_prompts, step
+from .conftest import Recorder, Script, plan, reads_off_dependencies, retry_prompts, step
 
 pytestmark = pytest.mark.anyio
 
@@ -114,28 +114,12 @@ async def test_repaired_json_must_still_validate() -> None:
     [
         (CYCLIC, "cycle", "a"),
         (
-            plan(
-                step("a"),
-                step("x"),
-                step(
-                    "b",
-                    depends_on=["a"],
-                    condition={"source_step": "x", "source_path": "/ok", "equals": True},
-                ),
-            ),
+            reads_off_dependencies(condition={"source_step": "x", "source_path": "/ok", "equals": True}),
             "not one of its dependencies",
             "b",
         ),
         (
-            plan(
-                step("a"),
-                step("x"),
-                step(
-                    "b",
-                    depends_on=["a"],
-                    bindings=[{"source_step": "x", "source_path": "/t", "target_path": "/t"}],
-                ),
-            ),
+            reads_off_dependencies(bindings=[{"source_step": "x", "source_path": "/t", "target_path": "/t"}]),
             "binding reads step 'x'",
             "b",
         ),

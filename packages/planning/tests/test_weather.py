@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -14,23 +11,14 @@ import pytest
 from ferrule.agent.testing import AgentInfo, FunctionModel
 from ferrule.core.messages import Message, ModelResponse, ToolCallPart
 from ferrule.planning import PlanBudget, PlanError, PlanStepError, StepSkippedEvent
-
-from .conftest import EXAMPLES
+from tests.support.examples import load_example, run_example
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    path = EXAMPLES / "plan_weather.py"
-    if not path.is_file():
-        pytest.skip("docs/examples is not part of this checkout")
-    spec = importlib.util.spec_from_file_location("plan_weather_example", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("plan_weather")
 
 
 async def run_city(example: ModuleType, city: str, **options: Any) -> tuple[Any, list[Any]]:
@@ -139,13 +127,7 @@ async def test_the_weather_plan_fits_the_default_budget_exactly_where_it_should(
 
 
 def test_the_example_script_prints_both_branches() -> None:
-    out = subprocess.run(
-        [sys.executable, str(EXAMPLES / "plan_weather.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = run_example("plan_weather.py")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "Shenzhen: sunny, 27 °C. Tonight: a walk along the bay, then a table for two at 20:00 in Shenzhen.",
@@ -160,13 +142,7 @@ def test_the_example_script_prints_both_branches() -> None:
 
 
 def test_the_household_example_runs_offline() -> None:
-    out = subprocess.run(
-        [sys.executable, str(EXAMPLES / "plan_household.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = run_example("plan_household.py")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == (

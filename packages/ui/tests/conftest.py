@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import shutil
 import socket
 import threading
@@ -14,32 +12,14 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import HEADLESS_FLAGS, unavailable
+from tests.support.examples import load_example
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "docs" / "examples"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-IN_CI = bool(os.environ.get("CI"))
-
-
-def unavailable(reason: str) -> None:
-    """Skip outside CI; in CI a missing browser or toolchain is a failure, never a silent skip."""
-    if IN_CI:
-        pytest.fail(f"{reason} (CI must install it: see .ci/run and .ci/apt.txt)")
-    pytest.skip(reason)
-
-
-def load_example(name: str) -> Any:
-    """Import `docs/examples/<name>.py` as a module."""
-    path = EXAMPLES / f"{name}.py"
-    if not path.is_file():
-        pytest.skip("docs/examples is not part of this checkout")
-    spec = importlib.util.spec_from_file_location(f"ferrule_ui_example_{name}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")
@@ -124,18 +104,7 @@ def pytest_runtest_makereport(
 
 
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
-CHROME_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1000,900",
-)
+CHROME_FLAGS = (*HEADLESS_FLAGS, "--disable-dev-shm-usage", "--window-size=1000,900")
 
 
 def start_chrome(folder: Path) -> Any:

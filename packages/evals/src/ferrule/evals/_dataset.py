@@ -370,15 +370,14 @@ class _Runner:
     async def _run_case(self, case_index: int, repetition: int, position: _Position) -> CaseResult:
         dataset, options = self.dataset, self.options
         case = dataset.cases[case_index]
-        self._emit(
-            EvalEvent(
-                kind="case_start",
-                total_runs=self.total,
-                case_index=case_index,
-                repetition=repetition,
-                case_name=case.name,
-            )
+        start = EvalEvent(
+            kind="case_start",
+            total_runs=self.total,
+            case_index=case_index,
+            repetition=repetition,
+            case_name=case.name,
         )
+        self._emit(start)
         (output, usage, spans, latency), attempts = await _attempts(
             options.task_retry, functools.partial(self._call_task, case), case_index, repetition, None
         )
@@ -411,16 +410,7 @@ class _Runner:
             spans=spans,
         )
         position.step += 1
-        self._emit(
-            EvalEvent(
-                kind="case_end",
-                total_runs=self.total,
-                case_index=case_index,
-                repetition=repetition,
-                case_name=case.name,
-                result=result,
-            )
-        )
+        self._emit(msgspec.structs.replace(start, kind="case_end", result=result))
         return result
 
     async def _invoke(self, case: Case) -> Any:

@@ -251,14 +251,9 @@ class _RunDoc(_Doc, kw_only=True):
     spans: list[_SpanDoc] = []
 
 
-class _ReportDoc(_Doc, kw_only=True):
-    format: str
-    version: int
-    name: str | None = None
-    evaluators: list[str] = []
-    trace_evaluators: list[str] = []
-    report_evaluators: list[str] = []
-    cases: list[_CaseDoc]
+# A report's document is the document of the dataset it ran (the same fields, in the same order),
+# followed by the runs and the analyses.
+class _ReportDoc(_DatasetDoc, kw_only=True):
     runs: list[_RunDoc]
     analyses: list[_AnalysisDoc] = []
 
@@ -365,43 +360,25 @@ def _attrs_in(attributes: Mapping[str, _AttrDoc]) -> dict[str, AttributeValue]:
 
 
 def _span_out(span: SpanRecord) -> _SpanDoc:
-    return _SpanDoc(
-        name=span.name,
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id,
-        kind=span.kind,
-        start_time_unix_nano=span.start_time_unix_nano,
-        end_time_unix_nano=span.end_time_unix_nano,
-        status=span.status,
-        status_description=span.status_description,
-        scope=span.scope,
-        attributes=_attrs_out(span.attributes),
-        events=[
-            _SpanEventDoc(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_out(e.attributes))
-            for e in span.events
-        ],
-    )
+    # The document has the record's fields (a field it lacks fails here, never drops silently);
+    # only attributes and events change form.
+    fields = msgspec.structs.asdict(span)
+    fields["attributes"] = _attrs_out(span.attributes)
+    fields["events"] = [
+        _SpanEventDoc(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_out(e.attributes))
+        for e in span.events
+    ]
+    return _SpanDoc(**fields)
 
 
 def _span_in(doc: _SpanDoc) -> SpanRecord:
-    return SpanRecord(
-        name=doc.name,
-        trace_id=doc.trace_id,
-        span_id=doc.span_id,
-        parent_span_id=doc.parent_span_id,
-        kind=doc.kind,
-        start_time_unix_nano=doc.start_time_unix_nano,
-        end_time_unix_nano=doc.end_time_unix_nano,
-        status=doc.status,
-        status_description=doc.status_description,
-        scope=doc.scope,
-        attributes=_attrs_in(doc.attributes),
-        events=tuple(
-            SpanEvent(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_in(e.attributes))
-            for e in doc.events
-        ),
+    fields = msgspec.structs.asdict(doc)
+    fields["attributes"] = _attrs_in(doc.attributes)
+    fields["events"] = tuple(
+        SpanEvent(name=e.name, time_unix_nano=e.time_unix_nano, attributes=_attrs_in(e.attributes))
+        for e in doc.events
     )
+    return SpanRecord(**fields)
 
 
 def _case_out(name: str, inputs: Any, expected: Any, metadata: Mapping[str, Any] | None) -> _CaseDoc:

@@ -43,8 +43,9 @@ from ferrule.core.model import (
     ToolCallPartDelta,
 )
 
+from ._body import client_id
 from ._custom import custom_value
-from ._errors import ClientInputError, InvalidIdentifierError, UIError
+from ._errors import ClientInputError, UIError
 from ._events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -122,12 +123,9 @@ def decisions_from(
     by_approval = {approval_id_for(call.tool_call_id): call for call in pending}
     decisions: dict[str, Decision] = {}
     for response in responses:
-        try:
-            approval_id = check_id(
-                "approval_id", response.approval_id, limits.max_id_bytes + len(APPROVAL_PREFIX)
-            )
-        except InvalidIdentifierError as exc:
-            raise ClientInputError(str(exc)) from None
+        approval_id = client_id(
+            "approval_id", response.approval_id, limits.max_id_bytes + len(APPROVAL_PREFIX)
+        )
         call = by_approval.get(approval_id)
         if call is None:
             raise ClientInputError(

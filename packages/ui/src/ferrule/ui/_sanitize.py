@@ -9,6 +9,7 @@ import msgspec
 
 from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
+from ._body import check_history_length
 from ._errors import ClientInputError
 from ._limits import DEFAULT_LIMITS, UILimits
 
@@ -42,11 +43,7 @@ def sanitize_messages(
     allowed they become plain `TextPart` responses (never tool calls). Empty messages are dropped.
     Message count and text sizes are bounded by `limits` (`ClientInputError`, status 413).
     """
-    if len(browser_messages) > limits.max_messages:
-        raise ClientInputError(
-            f"the history has {len(browser_messages)} messages; the limit is {limits.max_messages}",
-            status=413,
-        )
+    check_history_length(len(browser_messages), limits)
     out: list[Message] = []
     total = 0
     for index, message in enumerate(browser_messages):

@@ -9,11 +9,10 @@ import msgspec
 
 from ferrule import ui
 from ferrule.agent import Decision, DeferredCall
-from ferrule.core import bounded_json
 
+from .._body import check_history_length, client_id, decode_body
 from .._bridge import ApprovalResponse, decisions_from
 from .._errors import ClientInputError
-from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, UILimits
 from .._sanitize import BrowserMessage
 
@@ -206,22 +205,10 @@ class RunAgentInput(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 def parse_run_input(body: bytes | str, *, limits: UILimits = DEFAULT_LIMITS) -> RunAgentInput:
     """Decode a posted `RunAgentInput` under `limits`; raises `ClientInputError` (400/413) when it is
     malformed, too large, or its thread or run id is not a safe identity."""
-    try:
-        run_input = bounded_json.decode(body, type=RunAgentInput, limits=limits.body_json())
-    except bounded_json.JsonLimitError as exc:
-        raise ClientInputError(f"the request body was refused: {exc}", status=413) from None
-    except bounded_json.JsonError as exc:
-        raise ClientInputError(f"the request body is not a valid RunAgentInput: {exc}") from None
-    try:
-        check_id("threadId", run_input.thread_id, limits.max_id_bytes)
-        check_id("runId", run_input.run_id, limits.max_id_bytes)
-    except ValueError as exc:
-        raise ClientInputError(str(exc)) from None
-    if len(run_input.messages) > limits.max_messages:
-        raise ClientInputError(
-            f"the history has {len(run_input.messages)} messages; the limit is {limits.max_messages}",
-            status=413,
-        )
+    run_input = decode_body(body, RunAgentInput, "RunAgentInput", limits)
+    client_id("threadId", run_input.thread_id, limits.max_id_bytes)
+    client_id("runId", run_input.run_id, limits.max_id_bytes)
+    check_history_length(len(run_input.messages), limits)
     return run_input
 
 

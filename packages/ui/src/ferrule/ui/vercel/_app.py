@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from ferrule.agent import Agent
 
+from .._body import client_id
 from .._bridge import decisions_from
 from .._errors import ClientInputError
 from .._ids import check_id
@@ -103,9 +104,9 @@ def app(
     async def reconnect(request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
         try:
-            check_id("chat id", chat_id, limits.max_id_bytes)
-        except ValueError as exc:
-            return client_error(ClientInputError(str(exc)))
+            client_id("chat id", chat_id, limits.max_id_bytes)
+        except ClientInputError as exc:
+            return client_error(exc)
         live = runs.streams.get(chat_id)
         if live is None or live.done:
             return Response(status_code=204)

@@ -7,11 +7,10 @@ from typing import Any, Final, assert_never
 import msgspec
 
 from ferrule import ui
-from ferrule.core import bounded_json
 
+from .._body import check_history_length, client_id, decode_body
 from .._bridge import ApprovalResponse
 from .._errors import ClientInputError
-from .._ids import check_id
 from .._limits import DEFAULT_LIMITS, UILimits
 from .._sanitize import BrowserMessage
 
@@ -170,23 +169,11 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 def parse_request(body: bytes | str, *, limits: UILimits = DEFAULT_LIMITS) -> ChatRequest:
     """Decode a posted chat request under `limits`; raises `ClientInputError` (400/413) when it is
     malformed, too large, or its chat id is not a safe identity."""
-    try:
-        request = bounded_json.decode(body, type=ChatRequest, limits=limits.body_json())
-    except bounded_json.JsonLimitError as exc:
-        raise ClientInputError(f"the request body was refused: {exc}", status=413) from None
-    except bounded_json.JsonError as exc:
-        raise ClientInputError(f"the request body is not a valid chat request: {exc}") from None
-    try:
-        check_id("chat id", request.id, limits.max_id_bytes)
-    except ValueError as exc:
-        raise ClientInputError(str(exc)) from None
+    request = decode_body(body, ChatRequest, "chat request", limits)
+    client_id("chat id", request.id, limits.max_id_bytes)
     if request.trigger not in ("submit-message", "regenerate-message"):
         raise ClientInputError(f"unknown trigger {request.trigger!r}")
-    if len(request.messages) > limits.max_messages:
-        raise ClientInputError(
-            f"the history has {len(request.messages)} messages; the limit is {limits.max_messages}",
-            status=413,
-        )
+    check_history_length(len(request.messages), limits)
     for index, message in enumerate(request.messages):
         if len(message.parts) > limits.max_parts:
             raise ClientInputError(
