@@ -219,9 +219,10 @@ def test_load_reads_no_more_than_the_limit(tmp_path: Path) -> None:
     ("text", "match"),
     [
         ("a: &x [1]\nb: *x\n", "anchor"),
-        ("name: x\ncreated: 2026-01-01\n", "date"),
-        ("name: !!binary aGVsbG8=\n", "bytes"),
-        ("{1: a}\n", "not a string"),
+        ("name: !!binary aGVsbG8=\n", "explicit tags"),
+        ("name: !!timestamp 2026-01-01\n", "explicit tags"),
+        ("{1: a}\n", "keys must be strings"),
+        ("name: x\nname: y\n", "duplicate key 'name'"),
         ("name: x\n---\nname: y\n", "exactly one"),
         ("[" * 40 + "]" * 40, "deeper"),
         ("name: [unclosed\n", "not valid YAML"),

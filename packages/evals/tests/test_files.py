@@ -7,15 +7,11 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from ferrule.core import bounded_json
-from ferrule.core.bounded_json import JsonLimitError, JsonLimits
 from ferrule.core.usage import RunUsage
 from ferrule.evals import (
     DOCUMENT_LIMITS,
@@ -55,7 +51,6 @@ from ferrule.evals import (
     save_report,
 )
 from ferrule.evals._io import _UsageDoc
-from ferrule.evals._yaml import YamlError, dump_yaml, load_yaml
 
 REGISTRY = EvaluatorRegistry([HasSpan(prefix="chat ", evaluator_name="chats"), MinPassRate(0.8)])
 
@@ -207,48 +202,6 @@ def test_dataset_documents_are_strict(mutate: Callable[[dict[str, Any]], object]
 def test_yaml_documents_refuse_duplicate_keys_aliases_tags_and_junk(text: str, message: str) -> None:
     with pytest.raises(InvalidEvalDocument, match=message):
         load_dataset_yaml(text, REGISTRY)
-
-
-def test_yaml_core_schema_keeps_yes_and_no_as_strings() -> None:
-    assert load_yaml(
-        "a: yes\nb: no\nc: on\nd: true\ne: ~\nf: 0x1f\ng: 0o17\nh: -.inf\n", DOCUMENT_LIMITS
-    ) == {
-        "a": "yes",
-        "b": "no",
-        "c": "on",
-        "d": True,
-        "e": None,
-        "f": 31,
-        "g": 15,
-        "h": -math.inf,
-    }
-    with pytest.raises(YamlError, match="keys must be strings"):
-        load_yaml("1: a\n", DOCUMENT_LIMITS)
-
-
-TINY = JsonLimits(name="tiny", max_bytes=64, max_depth=3, max_string_bytes=8, max_items=4, max_number_chars=6)
-
-
-@pytest.mark.parametrize(
-    ("at_limit", "past_limit", "limit"),
-    [
-        ("a: 1 #" + "x" * 58, "a: 1 #" + "x" * 59, "max_bytes"),  # 64 bytes, then 65
-        ("a: [[1]]", "a: [[[1]]]", "max_depth"),
-        ("a: xxxxxxxx", "a: xxxxxxxxx", "max_string_bytes"),
-        ("a: é xxxxx", "a: éé xxxx", "max_string_bytes"),  # bytes, not characters
-        ("[1, 2, 3, 4]", "[1, 2, 3, 4, 5]", "max_items"),
-        ("{a: 1, b: 2, c: 3, d: 4}", "{a: 1, b: 2, c: 3, d: 4, e: 5}", "max_items"),
-        ("a: 123456", "a: 1234567", "max_number_chars"),
-        ("xxxxxxxx: 1", "xxxxxxxxx: 1", "max_string_bytes"),  # keys are strings too
-    ],
-)
-def test_yaml_limits_accept_exactly_the_limit_and_reject_one_past(
-    at_limit: str, past_limit: str, limit: str
-) -> None:
-    load_yaml(at_limit, TINY)
-    with pytest.raises(JsonLimitError) as raised:
-        load_yaml(past_limit, TINY)
-    assert raised.value.limit == limit
 
 
 def test_documents_are_bounded_by_the_cli_config_limits() -> None:
@@ -469,36 +422,3 @@ def test_files_by_suffix_atomic_saves_and_readable_errors(tmp_path: Path) -> Non
     # Every file problem is a configuration error (a command line maps them to one exit status).
     assert issubclass(InvalidEvalDocument, EvalConfigError)
     assert issubclass(UnknownEvaluator, EvalConfigError)
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=False, allow_infinity=True)
-    | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(json_values)
-def test_yaml_dump_and_load_round_trip_json_values(value: Any) -> None:
-    limits = msgspec.structs.replace(bounded_json.CLI_CONFIG, max_depth=64)
-    assert same(load_yaml(dump_yaml(value), limits), value)
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal with the same types all the way down (`1` is not `1.0`, `-0.0` is not `0.0`)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    if isinstance(a, list):
-        items = cast("list[Any]", a)
-        return len(items) == len(b) and all(same(x, y) for x, y in zip(items, b, strict=True))
-    if isinstance(a, dict):
-        mapping = cast("dict[str, Any]", a)
-        return list(mapping) == list(b) and all(same(mapping[k], b[k]) for k in mapping)
-    return a == b

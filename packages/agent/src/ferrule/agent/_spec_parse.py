@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, assert_never, cast
 
 import msgspec
 import msgspec.inspect as mi
 
-from ferrule.core import bounded_json
+from ferrule.core import bounded_json, bounded_yaml
 from ferrule.core.errors import UserError
 from ferrule.core.install import install_hint
 
@@ -67,10 +67,9 @@ def load_document(
 ) -> Any:
     """Plain data from a bounded JSON or YAML document; `SpecParseError` on anything else.
 
-    YAML is read with PyYAML's safe loader (install `ferrule-agent[yaml]`), refusing anchors and
-    aliases (they expand a small file into a huge value) and every value JSON cannot hold
-    (timestamps, binary, sets, non-string keys); depth, string and collection bounds are those of
-    `limits`, as for JSON.
+    YAML is read by `ferrule.core.bounded_yaml` (install `ferrule-agent[yaml]`): YAML 1.2's core
+    schema (`yes`/`on` and dates stay strings), bounded by `limits` while reading as JSON is, with
+    duplicate keys, anchors and aliases, explicit tags, non-string keys and several documents refused.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > limits.max_bytes:
@@ -82,102 +81,51 @@ def load_document(
             return bounded_json.decode(raw, limits=limits)
         except bounded_json.JsonError as exc:
             raise SpecParseError(f"{origin} is not a usable JSON document: {exc}") from None
-    value = _load_yaml(raw, limits, origin)
-    _check_bounds(value, limits, origin)
-    return value
+    return _load_yaml(raw, limits, origin)
 
 
 def _load_yaml(raw: bytes, limits: bounded_json.JsonLimits, origin: str) -> Any:
     try:
-        import yaml
+        return bounded_yaml.load_yaml(raw, limits)
     except ImportError:
         raise SpecParseError(
             f"{origin} is YAML, which needs PyYAML: {install_hint('ferrule-agent[yaml]')} (or use JSON)"
         ) from None
-    max_depth = limits.max_depth
-
-    class _Loader(yaml.SafeLoader):
-        depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            loader = cast("Any", self)  # PyYAML's composer methods are untyped
-            if loader.check_event(yaml.AliasEvent):
-                event = loader.peek_event()
-                raise SpecParseError(
-                    f"{origin} uses a YAML alias ({event.start_mark}); anchors and aliases are not "
-                    "accepted in configuration files: write the value out"
-                )
-            event = loader.peek_event()
-            if getattr(event, "anchor", None) is not None:
-                raise SpecParseError(
-                    f"{origin} defines a YAML anchor ({event.start_mark}); anchors and aliases are not "
-                    "accepted in configuration files"
-                )
-            self.depth += 1
-            try:
-                if self.depth > max_depth + 1:
-                    raise SpecParseError(
-                        f"{origin} nests deeper than the limit of {max_depth} levels ({limits.name})"
-                    )
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
-
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecParseError(f"{origin} is not UTF-8: {exc}") from None
-    try:
-        documents = list(yaml.load_all(text, Loader=_Loader))
-    except SpecParseError:
-        raise
-    except yaml.YAMLError as exc:
-        raise SpecParseError(f"{origin} is not valid YAML: {exc}") from None
-    except RecursionError:
-        raise SpecParseError(f"{origin} nests too deeply to read") from None
-    if len(documents) != 1:
-        raise SpecParseError(f"{origin} must hold exactly one YAML document, found {len(documents)}")
-    return documents[0]
-
-
-def _check_bounds(value: Any, limits: bounded_json.JsonLimits, origin: str) -> None:
-    """The JSON bounds on a value read from YAML, and that it holds only JSON values."""
-    stack: list[tuple[Any, Path, int]] = [(value, (), 1)]
-    while stack:
-        item, path, depth = stack.pop()
-        where = render_path(path)
-        if isinstance(item, (dict, list)) and depth > limits.max_depth:
-            raise SpecParseError(f"{origin}: {where} nests deeper than {limits.max_depth} levels")
-        if isinstance(item, dict):
-            mapping = cast("dict[Any, Any]", item)
-            if len(mapping) > limits.max_items:
-                raise SpecParseError(f"{origin}: {where} has more than {limits.max_items} entries")
-            for key, child in mapping.items():
-                if not isinstance(key, str):
-                    raise SpecParseError(f"{origin}: {where} has a key that is not a string ({key!r})")
-                if len(key.encode("utf-8")) > limits.max_string_bytes:
-                    raise SpecParseError(f"{origin}: a key in {where} is longer than the limit")
-                stack.append((child, (*path, key), depth + 1))
-        elif isinstance(item, list):
-            items = cast("list[Any]", item)
-            if len(items) > limits.max_items:
-                raise SpecParseError(f"{origin}: {where} has more than {limits.max_items} items")
-            stack.extend((child, (*path, i), depth + 1) for i, child in enumerate(items))
-        elif isinstance(item, str):
-            if len(item.encode("utf-8")) > limits.max_string_bytes:
-                raise SpecParseError(
-                    f"{origin}: {where} is longer than the limit of {limits.max_string_bytes} bytes"
-                )
-        elif isinstance(item, bool) or item is None:
-            pass
-        elif isinstance(item, (int, float)):
-            if len(repr(item)) > limits.max_number_chars:
-                raise SpecParseError(f"{origin}: the number at {where} is longer than the limit")
-        else:
+    except bounded_json.JsonLimitError as exc:
+        if exc.limit == "max_depth":
             raise SpecParseError(
-                f"{origin}: {where} is a YAML {type(item).__name__}, which JSON cannot hold; "
-                "quote it to make it a string"
+                f"{origin} nests deeper than the limit of {exc.maximum} levels ({exc.profile})"
+            ) from None
+        raise SpecParseError(f"{origin} is not a usable YAML document: {exc}") from None
+    except bounded_yaml.YamlError as exc:
+        raise SpecParseError(_yaml_message(exc, origin)) from None
+
+
+def _yaml_message(exc: bounded_yaml.YamlError, origin: str) -> str:
+    at = "" if exc.line is None else f" (line {exc.line})"
+    match exc.problem:
+        case "alias":
+            return (
+                f"{origin} uses a YAML alias{at}; anchors and aliases are not accepted in "
+                "configuration files: write the value out"
             )
+        case "anchor":
+            return (
+                f"{origin} defines a YAML anchor{at}; anchors and aliases are not accepted in "
+                "configuration files"
+            )
+        case "documents":
+            return f"{origin} must hold exactly one YAML document, found more than one{at}"
+        case "empty":
+            return f"{origin} must hold exactly one YAML document, found 0"
+        case "not_utf8":
+            return f"{origin} is not UTF-8: {exc}"
+        case "malformed":
+            return f"{origin} is not valid YAML: {exc}"
+        case "tag" | "key" | "duplicate_key":
+            return f"{origin} is not a usable YAML document: {exc}"
+        case _:
+            assert_never(exc.problem)
 
 
 # --- secrets --------------------------------------------------------------------------------------

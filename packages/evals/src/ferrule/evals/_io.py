@@ -19,6 +19,7 @@ import anyio
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.bounded_yaml import YamlError, dump_yaml, load_yaml
 from ferrule.core.usage import RunUsage
 
 from ._case import Case
@@ -34,7 +35,6 @@ from ._errors import (
 from ._evaluators import Contains, Evaluator, ExactMatch, ReportEvaluator, TraceEvaluator, ValidJson
 from ._report import Analysis, CaseResult, EvaluationResult, Report, ReportCase
 from ._spans import AttributeValue, SpanEvent, SpanKind, SpanRecord, SpanStatus
-from ._yaml import YamlError, dump_yaml, load_yaml
 
 __all__ = [
     "DATASET_FORMAT",

@@ -1,12 +1,23 @@
-"""Strict, bounded YAML for evaluation files: JSON's data model in YAML's syntax.
+"""Strict, bounded YAML for data files: JSON's data model in YAML's syntax.
 
-The loader builds values from PyYAML's event stream itself, so it can enforce the same
-`JsonLimits` as the JSON files while reading (size, depth, string bytes, collection members,
-number characters) and refuse what a data file never needs: duplicate keys, anchors and aliases
-(the "billion laughs" expansion), explicit tags, non-string keys and more than one document.
-Plain scalars are resolved by YAML 1.2's core schema (`true`, `null`, `12`, `1.5`, `.inf`);
-`yes`/`no`/`on`/`off` stay strings. The dumper quotes every string that a reader could mistake
-for something else, so dump and load round-trip exactly.
+Every YAML data file ferrule reads (evaluation datasets and reports, agent specifications, the
+CLI's `--spec`/`--config` files) goes through `load_yaml`. It builds values from PyYAML's event
+stream itself, so it enforces a [`JsonLimits`][ferrule.core.bounded_json.JsonLimits] profile while
+reading (size, depth, string bytes, collection members, number characters) and refuses what a data
+file never needs: duplicate keys, anchors and aliases (the "billion laughs" expansion), explicit
+tags, non-string keys and more than one document. Plain scalars are resolved by YAML 1.2's core
+schema (`true`, `null`, `12`, `1.5`, `.inf`); `yes`/`no`/`on`/`off`, dates and `1:30` stay
+strings. The dumper quotes every string that a reader could mistake for something else, so dump and
+load round-trip exactly.
+
+PyYAML is imported only when a function here runs (install the `ferrule-core[yaml]` extra).
+
+```python
+from ferrule.core import bounded_json
+from ferrule.core.bounded_yaml import load_yaml
+
+config = load_yaml(raw, bounded_json.CLI_CONFIG)
+```
 """
 
 from __future__ import annotations
@@ -14,17 +25,26 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from ferrule.core.bounded_json import JsonLimitError, JsonLimits
+from .bounded_json import JsonLimitError, JsonLimits
+from .install import install_hint
 
-__all__ = ["YamlError", "dump_yaml", "load_yaml"]
+__all__ = ["YamlError", "YamlProblem", "dump_yaml", "load_yaml"]
+
+YamlProblem = Literal[
+    "malformed", "not_utf8", "empty", "documents", "alias", "anchor", "tag", "key", "duplicate_key"
+]
+"""What a `YamlError` refused: malformed YAML, bytes that are not UTF-8, no document, more than one
+document, an alias, an anchor, an explicit tag, a key that is not a string, or a duplicate key."""
 
 
 class YamlError(ValueError):
-    """A YAML document is malformed or uses a feature evaluation files refuse."""
+    """A YAML document is malformed or uses a feature data files refuse."""
 
-    def __init__(self, message: str, *, line: int | None = None) -> None:
+    def __init__(self, message: str, *, problem: YamlProblem, line: int | None = None) -> None:
+        self.problem: YamlProblem = problem
+        """What was refused, for callers that word their own message."""
         self.line = line
         """The 1-based line of the problem, when known."""
         super().__init__(f"{message} (line {line})" if line is not None else message)
@@ -44,6 +64,16 @@ _YAML11_WORDS: Final = frozenset(
     w for word in ("y", "n", "yes", "no", "on", "off") for w in (word, word.capitalize(), word.upper())
 )
 _PLAIN_SAFE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+
+
+def _need_pyyaml() -> None:
+    """Import PyYAML on first use (so `ferrule.core` never loads it by itself), or say what to install."""
+    try:
+        import yaml  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        raise ImportError(
+            f"reading or writing YAML needs PyYAML: {install_hint('ferrule-core[yaml]')}"
+        ) from None
 
 
 def _scalar(text: str, limits: JsonLimits, line: int) -> Any:
@@ -101,7 +131,7 @@ def _text(data: str | bytes, limits: JsonLimits) -> str:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise YamlError(f"invalid UTF-8 at byte {exc.start}") from None
+            raise YamlError(f"invalid UTF-8 at byte {exc.start}", problem="not_utf8") from None
     if len(data) > limits.max_bytes or len(data.encode("utf-8", "surrogatepass")) > limits.max_bytes:
         raise JsonLimitError(
             "max_bytes",
@@ -128,9 +158,9 @@ def _add_to(frame: _Frame, value: Any, line: int, limits: JsonLimits) -> None:
         return
     if frame.key is None:
         if not isinstance(value, str):
-            raise YamlError(f"mapping keys must be strings, got {value!r}", line=line)
+            raise YamlError(f"mapping keys must be strings, got {value!r}", problem="key", line=line)
         if value in frame.container:
-            raise YamlError(f"duplicate key {value!r}", line=line)
+            raise YamlError(f"duplicate key {value!r}", problem="duplicate_key", line=line)
         _check_room(frame.container, limits)
         frame.key = value
     else:
@@ -143,21 +173,23 @@ def _open(
 ) -> None:
     """Start a collection: refused with a tag, past `limits.max_depth` or as a mapping key."""
     if tag is not None:
-        raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
+        raise YamlError(f"explicit tags ({tag}) are not allowed in data files", problem="tag", line=line)
     if len(stack) + 1 > limits.max_depth:
         raise JsonLimitError(
             "max_depth", maximum=limits.max_depth, actual=len(stack) + 1, profile=limits.name
         )
     if stack and isinstance(stack[-1].container, dict) and stack[-1].key is None:
-        raise YamlError("mapping keys must be strings, not collections", line=line)
+        raise YamlError("mapping keys must be strings, not collections", problem="key", line=line)
     stack.append(_Frame(container, line or 0))
 
 
 def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
     """Parse one YAML document into JSON values (dict, list, str, int, float, bool, None) within `limits`.
 
-    Raises `YamlError` for malformed or refused YAML and `JsonLimitError` for a limit.
+    Raises `YamlError` for malformed or refused YAML, `JsonLimitError` for a limit and
+    `ImportError` (naming the extra to install) when PyYAML is missing.
     """
+    _need_pyyaml()
     import yaml
 
     text = _text(data, limits)
@@ -188,17 +220,25 @@ def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
-                    raise YamlError("more than one YAML document; a file holds exactly one", line=line)
+                    raise YamlError(
+                        "more than one YAML document; a file holds exactly one",
+                        problem="documents",
+                        line=line,
+                    )
                 continue
             if isinstance(event, yaml.AliasEvent):
-                raise YamlError("aliases (*name) are not allowed in evaluation files", line=line)
+                raise YamlError("aliases (*name) are not allowed in data files", problem="alias", line=line)
             anchor = getattr(event, "anchor", None)
             if anchor is not None:
-                raise YamlError(f"anchors (&{anchor}) are not allowed in evaluation files", line=line)
+                raise YamlError(
+                    f"anchors (&{anchor}) are not allowed in data files", problem="anchor", line=line
+                )
             tag = getattr(event, "tag", None)
             if isinstance(event, yaml.ScalarEvent):
                 if tag is not None:
-                    raise YamlError(f"explicit tags ({tag}) are not allowed in evaluation files", line=line)
+                    raise YamlError(
+                        f"explicit tags ({tag}) are not allowed in data files", problem="tag", line=line
+                    )
                 _check_string(event.value, limits)
                 plain = not event.style and event.implicit[0]  # libyaml says "" where PyYAML says None
                 add(_scalar(event.value, limits, line or 0) if plain else event.value, line or 0)
@@ -210,14 +250,16 @@ def load_yaml(data: str | bytes, limits: JsonLimits) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise YamlError(
-            f"malformed YAML: {exc.problem or exc.context}", line=None if mark is None else mark.line + 1
+            f"malformed YAML: {exc.problem or exc.context}",
+            problem="malformed",
+            line=None if mark is None else mark.line + 1,
         ) from None
     except yaml.YAMLError as exc:
-        raise YamlError(f"malformed YAML: {exc}") from None
+        raise YamlError(f"malformed YAML: {exc}", problem="malformed") from None
     finally:
         loader.dispose()
     if not done:
-        raise YamlError("the YAML document is empty")
+        raise YamlError("the YAML document is empty", problem="empty")
     return root
 
 
@@ -240,7 +282,11 @@ _UNBOUNDED: Final = JsonLimits(
 
 
 def dump_yaml(value: Any) -> str:
-    """Write JSON values (dict, list, str, int, float, bool, None) as block YAML that `load_yaml` reads back equal."""
+    """Write JSON values (dict, list, str, int, float, bool, None) as block YAML that `load_yaml` reads back equal.
+
+    Raises `ImportError` (naming the extra to install) when PyYAML is missing.
+    """
+    _need_pyyaml()
     import yaml
 
     return yaml.dump(
