@@ -9,6 +9,7 @@ timeouts and a size limit.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import msgspec
@@ -66,9 +67,10 @@ async def download(
     )
 
 
-def _any_needs_bytes(call: ModelCall, needs_bytes: Callable[[UserContent], bool]) -> bool:
-    # Plain loops, not nested generators: this runs over the whole history on every request.
-    for message in call.messages:
+def any_needs_bytes(call: ModelCall, needs_bytes: Callable[[UserContent], bool], start: int = 0) -> bool:
+    """Whether an item of `call`'s user content from message `start` on `needs_bytes`."""
+    # Plain loops, not nested generators: this runs over the history's new messages on every request.
+    for message in itertools.islice(call.messages, start, None):
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
@@ -86,7 +88,7 @@ async def resolve_downloads(
     max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
 ) -> ModelCall:
     """`call` with every user-content item that `needs_bytes` replaced by its downloaded bytes."""
-    if not _any_needs_bytes(call, needs_bytes):
+    if not any_needs_bytes(call, needs_bytes):
         return call
     policy = policy or UrlPolicy()
     messages = list(call.messages)

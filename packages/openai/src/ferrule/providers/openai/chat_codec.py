@@ -400,7 +400,7 @@ def _encoded_messages(
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
     head = _ENCODE(lead)[1:-1]
-    tail = cache.encode(history[index:], view, encode)
+    tail = cache.encode(history, view, encode, start=index)
     return msgspec.Raw(b"[" + head + (b"," if head and tail else b"") + tail + b"]")
 
 
