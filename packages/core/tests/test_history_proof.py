@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from ferrule.core.codec import WireCache
@@ -53,11 +54,15 @@ def test_unchanged_prefix_and_checks_carried_over() -> None:
     edited = cache.prove(messages)
     assert edited is not None
     assert (edited.unchanged_count, edited.checked("kinds")) == (12, 12)
-    messages[3] = ModelResponse(parts=[TextPart(content="a3")])  # an equal copy: a new object
+    messages[3] = ModelResponse(parts=[TextPart(content="a3")])  # a new message (its own timestamp)
     replaced = cache.prove(messages)
     assert replaced is not None
     assert replaced.unchanged_count == 3
     assert cache.prove([]) is None
+    copy = [msgspec.structs.replace(m) for m in messages]  # equal copies prove as unchanged
+    proof = cache.prove([messages[0], *copy[1:]])
+    assert proof is not None
+    assert proof.unchanged_count == len(messages)
 
 
 def test_a_history_that_cannot_be_fingerprinted_is_not_proved() -> None:

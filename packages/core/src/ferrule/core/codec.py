@@ -133,6 +133,21 @@ def _first_other(messages: Sequence[Any], same: Sequence[Any]) -> int:
     return next(itertools.compress(itertools.count(), map(operator.is_not, messages, same)), -1)
 
 
+def _first_unequal(items: list[Any], same: list[Any]) -> int:
+    """How many leading `items` equal those of `same`, or fewer (in C: an object equals itself at once)."""
+    count = min(len(items), len(same))
+    try:
+        if count and items[count - 1] != same[count - 1]:
+            count -= 1  # the usual case: the newest message is a new one
+        if (items if len(items) == count else items[:count]) == (
+            same if len(same) == count else same[:count]
+        ):
+            return count
+    except (TypeError, ValueError):  # content whose `==` refuses: compare the objects instead
+        pass
+    return _first_other(items, same)
+
+
 class _Fingerprinted:
     """Messages as once seen (held, so no ID is reused), their msgpack fingerprint, and where each
     message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`)."""
@@ -145,9 +160,16 @@ class _Fingerprinted:
         self.base = base
         self.ends = ends
 
-    def unchanged(self, messages: Sequence[Any], fingerprint: bytes, base: int) -> int:
-        """How many leading `messages` are these objects and still encode to the same bytes."""
-        count = _first_other(messages, self.messages)
+    def unchanged(
+        self, messages: Sequence[Any], fingerprint: bytes, base: int, *, equal: bool = False
+    ) -> int:
+        """How many leading `messages` are these objects (or, with `equal`, equal to them: a list of
+        them) and still encode to the same bytes."""
+        if equal:
+            assert isinstance(messages, list)
+            count = _first_unequal(messages, self.messages)
+        else:
+            count = _first_other(messages, self.messages)
         if count < 0:
             count = min(len(messages), len(self.messages))
         if count == 0:
@@ -212,6 +234,7 @@ class HistoryProof(_Fingerprinted):
     def __init__(
         self,
         source: Sequence[Any],
+        messages: list[Any],
         fingerprint: bytes,
         base: int,
         ends: list[int],
@@ -219,7 +242,7 @@ class HistoryProof(_Fingerprinted):
         checked: dict[Hashable, int],
         previous: HistoryProof | None,
     ) -> None:
-        super().__init__(list(source), fingerprint, base, ends)
+        super().__init__(messages, fingerprint, base, ends)
         self.source: Sequence[Any] | None = source
         """The history object proved; cleared when the stretch ends."""
         self.unchanged_count = unchanged_count
@@ -231,6 +254,10 @@ class HistoryProof(_Fingerprinted):
     def checked(self, check: Hashable) -> int:
         """How many leading messages passed `check` (a key naming the check and what it depends on)."""
         return self._checked.get(check, 0)
+
+    def unchecked(self, check: Hashable) -> list[Any]:
+        """The messages after those that passed `check`: what it still has to look at."""
+        return self.messages[self._checked.get(check, 0) :]
 
     def passed(self, check: Hashable) -> None:
         """Record that every message of the history passed `check`."""
@@ -294,16 +321,20 @@ class WireCache:
         """
         if not messages:
             return None
+        # One copy, held by the proof (the caller's list may grow), that msgpack and the prefix
+        # comparison read at list speed (the agent's history view is a slower sequence).
+        items = list(messages)
         try:
-            # msgpack takes lists and tuples; another sequence (the agent's view) is copied first.
-            fingerprint = _fingerprint(messages if isinstance(messages, list | tuple) else list(messages))
+            fingerprint = _fingerprint(items)
         except _FINGERPRINT_ERRORS:
             return None
-        base = _array_header(len(messages))
-        key = id(messages[0])
+        base = _array_header(len(items))
+        key = id(items[0])
         proofs = self._proofs
         previous = proofs.pop(key, None)
-        kept = 0 if previous is None else previous.unchanged(messages, fingerprint, base)
+        # Equal messages, not only the same objects: the bytes decide, and an equal copy (a new
+        # run's copy of its history) passed every check the original passed.
+        kept = 0 if previous is None else previous.unchanged(items, fingerprint, base, equal=True)
         if previous is not None and kept:
             ends = previous.ends[:kept]
             checked = previous.carried(kept)
@@ -311,12 +342,12 @@ class WireCache:
         else:
             ends, checked, previous = [], {}, None
         position = ends[-1] if ends else base
-        for message in itertools.islice(messages, kept, None):
+        for message in items[kept:]:
             position += len(_fingerprint(message))
             ends.append(position)
         if position != len(fingerprint):
             return None
-        proof = HistoryProof(messages, fingerprint, base, ends, kept, checked, previous)
+        proof = HistoryProof(messages, items, fingerprint, base, ends, kept, checked, previous)
         while proofs and len(proofs) >= self.max_histories:
             del proofs[next(iter(proofs))]
         if len(fingerprint) <= self.max_bytes:
@@ -388,7 +419,7 @@ class WireCache:
         else:
             ends = []
         position = ends[-1] if ends else base
-        for message in itertools.islice(messages, start + kept, None):
+        for message in (messages if proof is None else proof.messages)[start + kept :]:
             if proof is None:
                 position += len(_fingerprint(message))
                 ends.append(position)

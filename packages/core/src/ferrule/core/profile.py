@@ -8,7 +8,6 @@ request. The default profile is fail-closed: it declares plain text in and out a
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import msgspec
@@ -27,8 +26,9 @@ from .messages import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
+    from collections.abc import Hashable, Sequence
 
+    from .messages import Message
     from .settings import ModelSettings
 
 __all__ = ["ContentKind", "ModelProfile", "NativeToolKind", "StructuredOutputMode"]
@@ -162,7 +162,7 @@ class _Fail(Protocol):
 class _Proof(Protocol):
     """What the check needs of a [`HistoryProof`][ferrule.core.codec.HistoryProof]."""
 
-    def checked(self, check: Hashable, /) -> int: ...
+    def unchecked(self, check: Hashable, /) -> Sequence[Message]: ...
 
     def passed(self, check: Hashable, /) -> None: ...
 
@@ -239,7 +239,7 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _
     if accepted >= _ALL_KINDS:
         return
     check = ("content kinds", accepted)
-    for message in itertools.islice(call.messages, 0 if proof is None else proof.checked(check), None):
+    for message in call.messages if proof is None else proof.unchecked(check):
         if not isinstance(message, ModelRequest):
             continue
         for part in message.parts:

@@ -9,8 +9,7 @@ timeouts and a size limit.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -20,6 +19,7 @@ from ferrule.core.messages import (
     BinaryContent,
     DocumentUrl,
     ImageUrl,
+    Message,
     ModelRequest,
     ModelRequestPart,
     UserContent,
@@ -67,10 +67,10 @@ async def download(
     )
 
 
-def any_needs_bytes(call: ModelCall, needs_bytes: Callable[[UserContent], bool], start: int = 0) -> bool:
-    """Whether an item of `call`'s user content from message `start` on `needs_bytes`."""
-    # Plain loops, not nested generators: this runs over the history's new messages on every request.
-    for message in itertools.islice(call.messages, start, None):
+def any_needs_bytes(messages: Iterable[Message], needs_bytes: Callable[[UserContent], bool]) -> bool:
+    """Whether an item of the user content of `messages` `needs_bytes`."""
+    # Plain loops, not nested generators: this runs over a history on every request.
+    for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
@@ -88,7 +88,7 @@ async def resolve_downloads(
     max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
 ) -> ModelCall:
     """`call` with every user-content item that `needs_bytes` replaced by its downloaded bytes."""
-    if not any_needs_bytes(call, needs_bytes):
+    if not any_needs_bytes(call.messages, needs_bytes):
         return call
     policy = policy or UrlPolicy()
     messages = list(call.messages)

@@ -117,7 +117,7 @@ class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
         """Whether `call` has content to download, looking only at what `proof` has not seen pass."""
         rule = self._download_rule()
         check = None if rule is None else ("download", rule)
-        if any_needs_bytes(call, self._needs_bytes, 0 if check is None else proof.checked(check)):
+        if any_needs_bytes(call.messages if check is None else proof.unchecked(check), self._needs_bytes):
             return True
         if check is not None:
             proof.passed(check)

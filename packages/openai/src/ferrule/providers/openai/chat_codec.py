@@ -401,7 +401,8 @@ def _encoded_messages(
 
     head = _ENCODE(lead)[1:-1]
     tail = cache.encode(history, view, encode, start=index)
-    return msgspec.Raw(b"[" + head + (b"," if head and tail else b"") + tail + b"]")
+    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
+    return msgspec.Raw(b"".join((b"[", head, b"," if head and tail else b"", tail, b"]")))
 
 
 def _request_part(
