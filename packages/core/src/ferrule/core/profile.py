@@ -8,7 +8,8 @@ request. The default profile is fail-closed: it declares plain text in and out a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
 
 import msgspec
 
@@ -239,9 +240,7 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _
     if accepted >= _ALL_KINDS:
         return
     check = ("content kinds", accepted)
-    for message in call.messages if proof is None else proof.unchecked(check):
-        if not isinstance(message, ModelRequest):
-            continue
+    for message in filter(_is_request, call.messages if proof is None else proof.unchecked(check)):
         for part in message.parts:
             if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
                 continue
@@ -252,6 +251,9 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _
     if proof is not None:
         proof.passed(check)
 
+
+_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter` (a step less per message)."""
 
 _ALL_KINDS: frozenset[ContentKind] = frozenset(
     {"text", "image", "audio", "video", "document", "uploaded-file"}

@@ -10,6 +10,7 @@ timeouts and a size limit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeGuard, cast
 
 import msgspec
 
@@ -34,6 +35,9 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 """Largest file downloaded for a request (OpenAI's own limit for inline files is 20 MiB... per part)."""
 
 FileUrl = ImageUrl | AudioUrl | VideoUrl | DocumentUrl
+
+_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter`."""
 
 
 class _Download(Provider):
@@ -69,14 +73,14 @@ async def download(
 
 def any_needs_bytes(messages: Iterable[Message], needs_bytes: Callable[[UserContent], bool]) -> bool:
     """Whether an item of the user content of `messages` `needs_bytes`."""
-    # Plain loops, not nested generators: this runs over a history on every request.
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-                    for item in part.content:
-                        if needs_bytes(item):
-                            return True
+    # Plain loops, not nested generators, and the requests picked out in C: this runs over a
+    # history on every request.
+    for message in filter(_is_request, messages):
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                for item in part.content:
+                    if needs_bytes(item):
+                        return True
     return False
 
 
