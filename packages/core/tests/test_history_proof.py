@@ -65,6 +65,25 @@ def test_unchanged_prefix_and_checks_carried_over() -> None:
     assert proof.unchanged_count == len(messages)
 
 
+def test_proofs_are_bounded_like_the_wire_entries() -> None:
+    few = WireCache(max_histories=2)
+    conversations = [history(4) for _ in range(3)]
+    for conversation in conversations:
+        assert few.prove(conversation) is not None
+    again = few.prove(conversations[0])  # forgotten: nothing carried over
+    assert again is not None
+    assert again.unchanged_count == 0
+    latest = few.prove(conversations[2])
+    assert latest is not None
+    assert latest.unchanged_count == 4
+    small = WireCache(max_bytes=200)
+    long = history(40)
+    assert small.prove(long) is not None
+    proof = small.prove(long)  # its fingerprint is over the budget: proved, not kept
+    assert proof is not None
+    assert proof.unchanged_count == 0
+
+
 def test_a_history_that_cannot_be_fingerprinted_is_not_proved() -> None:
     class Opaque:
         pass

@@ -292,7 +292,7 @@ class WireCache:
     those to that same text as a `str` (or back) is not seen as a change.
     """
 
-    __slots__ = ("_armed", "_histories", "_proofs", "_size", "max_bytes", "max_histories")
+    __slots__ = ("_armed", "_histories", "_proof_bytes", "_proofs", "_size", "max_bytes", "max_histories")
 
     def __init__(self, *, max_bytes: int = 64 * 1024 * 1024, max_histories: int = 64) -> None:
         self.max_bytes = max_bytes
@@ -302,6 +302,7 @@ class WireCache:
         self._armed: HistoryProof | None = None
         self._histories: dict[tuple[int, object], _Encoded] = {}
         self._proofs: dict[int, HistoryProof] = {}
+        self._proof_bytes = 0
         self._size = 0
 
     def __len__(self) -> int:
@@ -312,6 +313,7 @@ class WireCache:
         """Forget every history."""
         self._histories = {}
         self._proofs = {}
+        self._proof_bytes = 0
         self._size = 0
 
     def prove(self, messages: Sequence[Any], /) -> HistoryProof | None:
@@ -332,6 +334,8 @@ class WireCache:
         key = id(items[0])
         proofs = self._proofs
         previous = proofs.pop(key, None)
+        if previous is not None:
+            self._proof_bytes -= len(previous.fingerprint)
         # Equal messages, not only the same objects: the bytes decide, and an equal copy (a new
         # run's copy of its history) passed every check the original passed.
         kept = 0 if previous is None else previous.unchanged(items, fingerprint, base, equal=True)
@@ -348,10 +352,14 @@ class WireCache:
         if position != len(fingerprint):
             return None
         proof = HistoryProof(messages, items, fingerprint, base, ends, kept, checked, previous)
-        while proofs and len(proofs) >= self.max_histories:
-            del proofs[next(iter(proofs))]
-        if len(fingerprint) <= self.max_bytes:
+        size = len(fingerprint)
+        if size <= self.max_bytes:
+            # The proofs have the same bounds as the wire entries, counted on their own (an entry
+            # encoded under a proof shares its fingerprint).
+            while proofs and (len(proofs) >= self.max_histories or self._proof_bytes + size > self.max_bytes):
+                self._proof_bytes -= len(proofs.pop(next(iter(proofs))).fingerprint)
             proofs[key] = proof
+            self._proof_bytes += size
         return proof
 
     def arm(self, proof: HistoryProof | None, /) -> None:
