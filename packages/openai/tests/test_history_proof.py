@@ -218,3 +218,23 @@ async def test_a_subclass_prepare_or_request_of_its_own_still_runs(serve: Serve)
     model = OwnRequest("gpt-4o", provider=provider(server), profile=ModelProfile())
     with pytest.raises(UnsupportedFeatureError, match="image input"):
         await model.request(ModelCall(messages=history))
+
+
+async def test_a_history_that_cannot_be_proved_is_checked_and_encoded_in_full(serve: Serve) -> None:
+    class Opaque:
+        pass
+
+    server = serve(handler)
+    model = Checked("gpt-4o", provider=provider(server), profile=ModelProfile())
+    model.sent = []
+    history = text_history(6)
+    history[2] = ModelRequest(parts=[UserPromptPart(content="opaque")], metadata={"x": Opaque()})
+    for _ in range(2):
+        await model.request(ModelCall(messages=history))
+    assert model.wire_cache.prove(history) is None
+    part = history[4].parts[0]
+    assert isinstance(part, UserPromptPart)
+    part.content = ["see", ImageUrl(url="https://example.com/cat.png")]
+    with pytest.raises(UnsupportedFeatureError, match="image input"):
+        await model.request(ModelCall(messages=history))
+    assert len(model.sent) == 2

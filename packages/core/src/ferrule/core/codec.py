@@ -516,7 +516,7 @@ class CodecModel(Model, Generic[_ProviderT]):
         self._wire_cache: WireCache | None = None
         # The proof of the history being checked now, and the one `request` hands to `_encoded`.
         self._proving: HistoryProof | None = None
-        self._proved: HistoryProof | None = None
+        self._proved: tuple[Sequence[Any], HistoryProof | None] | None = None
 
     @property
     def wire_cache(self) -> WireCache:
@@ -577,12 +577,14 @@ class CodecModel(Model, Generic[_ProviderT]):
             self.check(call)
         finally:
             self._proving = None
-        self._proved = proof  # taken by `_encoded` before any await
+        self._proved = (call.messages, proof)  # taken by `_encoded` before any await
         try:
             return await self._request(call)
         except Exception as exc:
             self._scrub(exc)
             raise
+        finally:
+            self._proved = None  # never left for a later request (another task's is taken at once)
 
     @abc.abstractmethod
     def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
@@ -643,8 +645,10 @@ class CodecModel(Model, Generic[_ProviderT]):
         so no other task can change the history in place in between.
         """
         cache = self._wire_cache  # set once a codec of this model used it
-        proof, self._proved = self._proved, None
-        if proof is None or proof.source is not call.messages:
+        handed, self._proved = self._proved, None
+        if handed is not None and handed[0] is call.messages:
+            proof = handed[1]  # `None`: it cannot be proved (not tried twice)
+        else:
             proof = None if cache is None else cache.prove(call.messages)
         prepared = None if proof is None else self._prepare_now(call, proof)
         if prepared is None:
