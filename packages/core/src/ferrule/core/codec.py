@@ -504,8 +504,8 @@ class CodecModel(Model, Generic[_ProviderT]):
 
     _request_encodes_first: ClassVar[bool] = False
     """Set (in its own class body) by a subclass whose `_request` override reaches
-    `CodecModel._request` before any await, so that `request` may hand its proof of the history
-    from the check to the encode."""
+    `CodecModel._request` before any await, so that the proof of the history taken for the check
+    of `request` may be handed to the encode."""
 
     def __init__(
         self, model_name: str, *, provider: _ProviderT, settings: ModelSettings | None = None
@@ -553,8 +553,8 @@ class CodecModel(Model, Generic[_ProviderT]):
     def check(self, call: ModelCall) -> None:
         """Raise `UnsupportedFeatureError` if `call` asks for something the profile lacks.
 
-        Inside `request`, the history's content is checked only from where the proof of it says
-        it last passed (the same check, the same accepted kinds).
+        In a buffered request, the history's content is checked only from where the proof of it
+        says it last passed (the same check, the same accepted kinds).
         """
         proof = self._proving
         if proof is None or proof.source is not call.messages:
@@ -562,15 +562,17 @@ class CodecModel(Model, Generic[_ProviderT]):
         else:
             self.profile.check(call, model=self.system, proof=proof)
 
-    async def request(self, call: ModelCall) -> ModelResponse:
-        """Make one buffered request. Checks the call before any I/O.
+    def _check_request(self, call: ModelCall) -> None:
+        """The check of a buffered request, with the history fingerprinted once, before it.
 
-        The history is fingerprinted once, before the check: the check, the `_prepare_now` checks
-        and the encode all run before any await, so that one proof serves them all.
+        The check, the `_prepare_now` checks and the encode all run before any await (`_request`
+        starts right after this), so the one proof serves them all; it is handed to `_encoded`.
         """
+        self._proved = None
         cache = self._wire_cache
         if cache is None or not _encodes_first(type(self)):
-            return await super().request(call)
+            self.check(call)
+            return
         proof = cache.prove(call.messages)
         self._proving = proof
         try:
@@ -578,13 +580,6 @@ class CodecModel(Model, Generic[_ProviderT]):
         finally:
             self._proving = None
         self._proved = (call.messages, proof)  # taken by `_encoded` before any await
-        try:
-            return await self._request(call)
-        except Exception as exc:
-            self._scrub(exc)
-            raise
-        finally:
-            self._proved = None  # never left for a later request (another task's is taken at once)
 
     @abc.abstractmethod
     def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
