@@ -33,6 +33,8 @@ _WORKLOADS: dict[str, tuple[str, Callable[[MockServer], tuple[Any, ...]], int]] 
     "4b": ("stream_text", lambda s: (s.base("d1000"), "chat"), 20),
     "4c": ("stream_text", lambda s: (s.base("d50"), "responses"), 200),
     "4d": ("stream_text", lambda s: (s.base("d1000"), "responses"), 20),
+    "11a": ("long_step", lambda s: (s.base(), 1000), 40),
+    "11b": ("long_step", lambda s: (s.base(), 10000), 10),
     "12a": ("ui_stream", lambda s: (), 200),
 }
 _SLOPES = (("4a", "4b", "Chat Completions"), ("4c", "4d", "Responses"))

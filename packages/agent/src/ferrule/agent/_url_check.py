@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ferrule.core.messages import (
     AudioUrl,
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["UrlCheck", "check_content", "check_message"]
 
 _URL_ITEMS = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl)
+_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter`."""
 
 
 @functools.cache
@@ -83,19 +85,20 @@ class UrlCheck:
         """Check the messages appended to the run's history since the last check."""
         if self.checked >= len(messages):
             return
-        seen = self._seen
+        new = messages[self.checked :] if self.checked else messages
         policy = self.policy
-        # `check_message` inlined: a new run with a long `message_history` checks all of it, and
-        # the call per message was most of that walk's cost on text-only histories.
-        for message in itertools.islice(messages, self.checked, None):
-            if isinstance(message, ModelRequest):
-                for part in message.parts:
-                    if isinstance(part, UserPromptPart):
-                        if not isinstance(part.content, str):
-                            check_content(policy, part.content)
-                    elif isinstance(part, ToolReturnPart) and not isinstance(part.content, str):
+        # `check_message` inlined, and the requests picked out in C: a new run with a long
+        # `message_history` checks all of it, and a step per message was most of that walk's cost.
+        for message in filter(_is_request, new):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart):
+                    if not isinstance(part.content, str):
                         check_content(policy, part.content)
-            if seen is not None:
+                elif isinstance(part, ToolReturnPart) and not isinstance(part.content, str):
+                    check_content(policy, part.content)
+        seen = self._seen
+        if seen is not None:
+            for message in new:
                 seen[id(message)] = message
         self.checked = len(messages)
 

@@ -30,9 +30,11 @@ codec for the wire format, a [`Provider`][ferrule.core.provider.Provider] for th
 from __future__ import annotations
 
 import abc
+import functools
+import itertools
 import operator
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Codec",
     "CodecModel",
+    "HistoryProof",
     "StreamDecoder",
     "WireCache",
     "WireRequest",
@@ -117,6 +120,7 @@ def decode_stream(decoder: StreamDecoder, data: bytes) -> ModelResponse:
 
 _fingerprint = msgspec.msgpack.Encoder().encode
 _MessageT = TypeVar("_MessageT")
+_FINGERPRINT_ERRORS = (TypeError, ValueError, OverflowError, msgspec.EncodeError)
 
 
 def _array_header(length: int) -> int:
@@ -124,56 +128,144 @@ def _array_header(length: int) -> int:
     return 1 if length < 16 else 3 if length < 65536 else 5
 
 
-class _Encoded:
-    """One history as last encoded: its messages (held, so no ID is reused), their msgpack
-    fingerprint as one array, and the joined wire fragments, with where each message ends in both."""
+def _first_other(messages: Sequence[Any], same: Sequence[Any]) -> int:
+    """How many leading `messages` are the objects of `same` (in C: `map` stops at the shorter)."""
+    return next(itertools.compress(itertools.count(), map(operator.is_not, messages, same)), -1)
 
-    __slots__ = ("fingerprint", "fingerprint_ends", "header", "messages", "wire", "wire_ends")
 
-    def __init__(
-        self,
-        messages: list[Any],
-        fingerprint: bytes,
-        header: int,
-        fingerprint_ends: list[int],
-        wire: bytes,
-        wire_ends: list[int],
-    ) -> None:
+def _first_unequal(items: list[Any], same: list[Any]) -> int:
+    """How many leading `items` equal those of `same`, or fewer (in C: an object equals itself at once)."""
+    count = min(len(items), len(same))
+    try:
+        if count and items[count - 1] != same[count - 1]:
+            count -= 1  # the usual case: the newest message is a new one
+        if (items if len(items) == count else items[:count]) == (
+            same if len(same) == count else same[:count]
+        ):
+            return count
+    except (TypeError, ValueError):  # content whose `==` refuses: compare the objects instead
+        pass
+    return _first_other(items, same)
+
+
+class _Fingerprinted:
+    """Messages as once seen (held, so no ID is reused), their msgpack fingerprint, and where each
+    message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`)."""
+
+    __slots__ = ("base", "ends", "fingerprint", "messages")
+
+    def __init__(self, messages: list[Any], fingerprint: bytes, base: int, ends: list[int]) -> None:
         self.messages = messages
         self.fingerprint = fingerprint
-        self.header = header
-        self.fingerprint_ends = fingerprint_ends
-        self.wire = wire
-        self.wire_ends = wire_ends
+        self.base = base
+        self.ends = ends
 
-    @property
-    def size(self) -> int:
-        return len(self.fingerprint) + len(self.wire)
-
-    def unchanged(self, messages: Sequence[Any], fingerprint: bytes, header: int) -> int:
-        """How many leading `messages` are this history's objects and still encode to the same bytes."""
-        count = min(len(messages), len(self.messages))
-        same = self.messages
-        # In C: the common case is a history that grew, or one whose last message is a new object.
-        identical = list(map(operator.is_, messages, same))  # `map` stops at the shorter: `count` items
-        if False in identical:
-            count = identical.index(False)
+    def unchanged(
+        self, messages: Sequence[Any], fingerprint: bytes, base: int, *, equal: bool = False
+    ) -> int:
+        """How many leading `messages` are these objects (or, with `equal`, equal to them: a list of
+        them) and still encode to the same bytes."""
+        if equal:
+            assert isinstance(messages, list)
+            count = _first_unequal(messages, self.messages)
+        else:
+            count = _first_other(messages, self.messages)
+        if count < 0:
+            count = min(len(messages), len(self.messages))
         if count == 0:
             return 0
-        ends = self.fingerprint_ends
+        ends = self.ends
         old = memoryview(self.fingerprint)
-        if fingerprint.startswith(old[self.header : self.header + ends[count - 1]], header):
+        start = self.base
+        if fingerprint.startswith(old[start : ends[count - 1]], base):
             return count
         # Something changed in place: the longest prefix whose bytes are equal (msgpack items are
         # self-delimiting, so equal bytes up to a message's end mean equal messages up to it).
         low, high = 0, count - 1
         while low < high:
             mid = (low + high + 1) // 2
-            if fingerprint.startswith(old[self.header : self.header + ends[mid - 1]], header):
+            if fingerprint.startswith(old[start : ends[mid - 1]], base):
                 low = mid
             else:
                 high = mid - 1
         return low
+
+
+class _Encoded(_Fingerprinted):
+    """One history as last encoded: its fingerprint and the joined wire fragments, with where each
+    message ends in both; `proof` is the history proof it was encoded under (from `start` on), if any."""
+
+    __slots__ = ("proof", "start", "wire", "wire_ends")
+
+    def __init__(
+        self,
+        messages: list[Any],
+        fingerprint: bytes,
+        base: int,
+        ends: list[int],
+        wire: bytes,
+        wire_ends: list[int],
+        proof: HistoryProof | None,
+        start: int,
+    ) -> None:
+        super().__init__(messages, fingerprint, base, ends)
+        self.wire = wire
+        self.wire_ends = wire_ends
+        self.proof = proof
+        self.start = start
+
+    @property
+    def size(self) -> int:
+        return len(self.fingerprint) + len(self.wire)
+
+
+class HistoryProof(_Fingerprinted):
+    """One request's history, fingerprinted once: how many of its leading messages are unchanged
+    (the same objects, encoding to the same bytes) since the cache last proved it, and how far each
+    check of the history had got then.
+
+    A model takes one with [`WireCache.prove`][ferrule.core.codec.WireCache.prove] and relies on it
+    only while nothing can have changed the history: one synchronous stretch, from the proof through
+    the checks it spares to the encode it arms (see `CodecModel._prepare_now`).
+    """
+
+    __slots__ = ("_checked", "previous", "source", "unchanged_count")
+
+    def __init__(
+        self,
+        source: Sequence[Any],
+        messages: list[Any],
+        fingerprint: bytes,
+        base: int,
+        ends: list[int],
+        unchanged_count: int,
+        checked: dict[Hashable, int],
+        previous: HistoryProof | None,
+    ) -> None:
+        super().__init__(messages, fingerprint, base, ends)
+        self.source: Sequence[Any] | None = source
+        """The history object proved; cleared when the stretch ends."""
+        self.unchanged_count = unchanged_count
+        """How many leading messages are unchanged since the history was last proved."""
+        self.previous = previous
+        """The proof this one was compared with (wire bytes encoded under it may be reused)."""
+        self._checked = checked
+
+    def checked(self, check: Hashable) -> int:
+        """How many leading messages passed `check` (a key naming the check and what it depends on)."""
+        return self._checked.get(check, 0)
+
+    def unchecked(self, check: Hashable) -> list[Any]:
+        """The messages after those that passed `check`: what it still has to look at."""
+        return self.messages[self._checked.get(check, 0) :]
+
+    def passed(self, check: Hashable) -> None:
+        """Record that every message of the history passed `check`."""
+        self._checked[check] = len(self.messages)
+
+    def carried(self, kept: int) -> dict[Hashable, int]:
+        """How far each check got, over the first `kept` messages only (those still unchanged)."""
+        return {check: min(count, kept) for check, count in self._checked.items()}
 
 
 class WireCache:
@@ -190,19 +282,27 @@ class WireCache:
     entry lives; it keeps at most `max_histories` histories and `max_bytes` of fingerprints and
     wire bytes, forgetting the least recently used first. The canonical history is only read.
 
+    A model may fingerprint a request's history once with
+    [`prove`][ferrule.core.codec.WireCache.prove]: the proof tells the model's own checks which
+    leading messages passed them before, and an encode of that same history object while the proof
+    is [`armed`][ferrule.core.codec.WireCache.arm] uses its fingerprint instead of taking another.
+
     One limit of the fingerprint: msgpack writes a naive datetime, a date, a time, a UUID or a
     Decimal as the string of its text, so a field of a held message changed in place from one of
     those to that same text as a `str` (or back) is not seen as a change.
     """
 
-    __slots__ = ("_histories", "_size", "max_bytes", "max_histories")
+    __slots__ = ("_armed", "_histories", "_proof_bytes", "_proofs", "_size", "max_bytes", "max_histories")
 
     def __init__(self, *, max_bytes: int = 64 * 1024 * 1024, max_histories: int = 64) -> None:
         self.max_bytes = max_bytes
         """The most bytes of fingerprints and wire fragments kept."""
         self.max_histories = max_histories
         """The most histories kept (one per conversation the model is serving)."""
+        self._armed: HistoryProof | None = None
         self._histories: dict[tuple[int, object], _Encoded] = {}
+        self._proofs: dict[int, HistoryProof] = {}
+        self._proof_bytes = 0
         self._size = 0
 
     def __len__(self) -> int:
@@ -212,51 +312,134 @@ class WireCache:
     def clear(self) -> None:
         """Forget every history."""
         self._histories = {}
+        self._proofs = {}
+        self._proof_bytes = 0
         self._size = 0
 
+    def prove(self, messages: Sequence[Any], /) -> HistoryProof | None:
+        """Fingerprint `messages` once and find how many leading ones are unchanged since last proved.
+
+        `None` for an empty history or one that cannot be fingerprinted (then nothing is proved).
+        """
+        if not messages:
+            return None
+        # One copy, held by the proof (the caller's list may grow), that msgpack and the prefix
+        # comparison read at list speed (the agent's history view is a slower sequence).
+        items = list(messages)
+        try:
+            fingerprint = _fingerprint(items)
+        except _FINGERPRINT_ERRORS:
+            return None
+        base = _array_header(len(items))
+        key = id(items[0])
+        proofs = self._proofs
+        previous = proofs.pop(key, None)
+        if previous is not None:
+            self._proof_bytes -= len(previous.fingerprint)
+        # Equal messages, not only the same objects: the bytes decide, and an equal copy (a new
+        # run's copy of its history) passed every check the original passed.
+        kept = 0 if previous is None else previous.unchanged(items, fingerprint, base, equal=True)
+        if previous is not None and kept:
+            ends = previous.ends[:kept]
+            checked = previous.carried(kept)
+            previous.previous = None  # one step back is all a wire entry is compared with
+        else:
+            ends, checked, previous = [], {}, None
+        position = ends[-1] if ends else base
+        for message in items[kept:]:
+            position += len(_fingerprint(message))
+            ends.append(position)
+        if position != len(fingerprint):
+            return None
+        proof = HistoryProof(messages, items, fingerprint, base, ends, kept, checked, previous)
+        size = len(fingerprint)
+        if size <= self.max_bytes:
+            # The proofs have the same bounds as the wire entries, counted on their own (an entry
+            # encoded under a proof shares its fingerprint).
+            while proofs and (len(proofs) >= self.max_histories or self._proof_bytes + size > self.max_bytes):
+                self._proof_bytes -= len(proofs.pop(next(iter(proofs))).fingerprint)
+            proofs[key] = proof
+            self._proof_bytes += size
+        return proof
+
+    def arm(self, proof: HistoryProof | None, /) -> None:
+        """Let encodes of `proof`'s history object use its fingerprint; `None` ends the stretch.
+
+        The caller guarantees that nothing changed the history since `proof` was taken, until it
+        calls `arm(None)`.
+        """
+        armed = self._armed
+        if armed is not None:
+            armed.source = None
+        self._armed = proof
+
     def encode(
-        self, messages: Sequence[_MessageT], view: Hashable, encode: Callable[[_MessageT], bytes], /
+        self,
+        messages: Sequence[_MessageT],
+        view: Hashable,
+        encode: Callable[[_MessageT], bytes],
+        /,
+        *,
+        start: int = 0,
     ) -> bytes:
-        """The wire fragments of `messages` joined with commas (the empty ones left out).
+        """The wire fragments of `messages[start:]` joined with commas (the empty ones left out).
 
         `encode(message)` gives one message's fragment: JSON items without the enclosing brackets,
         possibly none (`b""`). A history that cannot be fingerprinted (content msgpack cannot
         encode) is encoded in full, every time.
         """
-        if not messages:
+        if start >= len(messages):
             return b""
-        try:
-            fingerprint = _fingerprint(messages)
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-            return b",".join([f for f in map(encode, messages) if f])
-        header = _array_header(len(messages))
-        key = (id(messages[0]), view)
+        proof = self._armed
+        if proof is not None and proof.source is not messages:
+            proof = None
+        if proof is None:
+            if start or not isinstance(messages, list | tuple):
+                messages, start = messages[start:], 0  # msgpack takes lists and tuples
+            try:
+                fingerprint = _fingerprint(messages)
+            except _FINGERPRINT_ERRORS:
+                return b",".join([f for f in map(encode, messages) if f])
+            base = _array_header(len(messages))
+        else:
+            fingerprint = proof.fingerprint
+            base = proof.ends[start - 1] if start else proof.base
+        key = (id(messages[start]), view)
         previous = self._histories.pop(key, None)
         kept = 0
         if previous is not None:
             self._size -= previous.size
-            kept = previous.unchanged(messages, fingerprint, header)
-        if kept:
-            assert previous is not None
-            fingerprint_ends = previous.fingerprint_ends[:kept]
+            kept = _kept(previous, messages, start, fingerprint, base, proof)
+        pieces: list[bytes | memoryview] = []
+        if previous is not None and kept:
             wire_ends = previous.wire_ends[:kept]
             end = wire_ends[-1]
-            # A view, not a slice: the kept prefix is copied once, by the join below.
-            pieces: list[bytes | memoryview] = [memoryview(previous.wire)[:end]] if end else []
-            position = fingerprint_ends[-1]
+            if end:  # a view, not a slice: the kept prefix is copied once, by the join below
+                pieces.append(memoryview(previous.wire)[:end])
         else:
-            fingerprint_ends, wire_ends, pieces, end, position = [], [], [], 0, 0
-        for message in messages[kept:]:
-            position += len(_fingerprint(message))
-            fingerprint_ends.append(position)
+            wire_ends, end = [], 0
+        if proof is not None:
+            ends = proof.ends[start:]
+        elif previous is not None and kept:
+            ends = previous.ends[:kept]
+            if previous.base != base:  # the array header grew
+                ends = [e - previous.base + base for e in ends]
+        else:
+            ends = []
+        position = ends[-1] if ends else base
+        for message in (messages if proof is None else proof.messages)[start + kept :]:
+            if proof is None:
+                position += len(_fingerprint(message))
+                ends.append(position)
             fragment = encode(message)
             if fragment:
                 end += len(fragment) + (1 if pieces else 0)
                 pieces.append(fragment)
             wire_ends.append(end)
         wire = b",".join(pieces)
-        if position + header == len(fingerprint):
-            self._keep(key, _Encoded(list(messages), fingerprint, header, fingerprint_ends, wire, wire_ends))
+        if proof is not None or position == len(fingerprint):
+            held = list(messages) if proof is None else proof.messages[start:] if start else proof.messages
+            self._keep(key, _Encoded(held, fingerprint, base, ends, wire, wire_ends, proof, start))
         return wire
 
     def _keep(self, key: tuple[int, object], encoded: _Encoded) -> None:
@@ -269,6 +452,40 @@ class WireCache:
             self._size -= histories.pop(oldest).size
         histories[key] = encoded
         self._size += size
+
+
+def _kept(
+    previous: _Encoded,
+    messages: Sequence[Any],
+    start: int,
+    fingerprint: bytes,
+    base: int,
+    proof: HistoryProof | None,
+) -> int:
+    """How many leading messages of `messages[start:]` may reuse `previous`'s wire bytes."""
+    if proof is not None and previous.start == start:
+        # Encoded under this proof, or under the one it was compared with: what that proved
+        # unchanged (the same objects, the same bytes) is unchanged since that encode too.
+        if previous.proof is proof:
+            return len(previous.messages)
+        if previous.proof is not None and previous.proof is proof.previous:
+            return max(0, min(proof.unchanged_count - start, len(previous.messages)))
+    return previous.unchanged(messages[start:] if start else messages, fingerprint, base)
+
+
+@functools.cache
+def _encodes_first(cls: type) -> bool:
+    """Whether `cls._request` reaches `CodecModel._request` before any await (see `request`)."""
+    for klass in cls.__mro__:
+        own = vars(klass)
+        if "_request" in own:
+            return klass is CodecModel or own.get("_request_encodes_first") is True
+    return False
+
+
+def _overrides(cls: type, name: str, base: type) -> bool:
+    """Whether `cls` has its own `name`, not `base`'s."""
+    return getattr(cls, name) is not getattr(base, name)
 
 
 _ProviderT = TypeVar("_ProviderT", bound="Provider")
@@ -285,6 +502,11 @@ class CodecModel(Model, Generic[_ProviderT]):
     Errors leaving `request` and `stream` are scrubbed with the provider's redactor.
     """
 
+    _request_encodes_first: ClassVar[bool] = False
+    """Set (in its own class body) by a subclass whose `_request` override reaches
+    `CodecModel._request` before any await, so that the proof of the history taken for the check
+    of `request` may be handed to the encode."""
+
     def __init__(
         self, model_name: str, *, provider: _ProviderT, settings: ModelSettings | None = None
     ) -> None:
@@ -292,6 +514,9 @@ class CodecModel(Model, Generic[_ProviderT]):
         self._provider = provider
         self.settings = settings
         self._wire_cache: WireCache | None = None
+        # The proof of the history being checked now, and the one `request` hands to `_encoded`.
+        self._proving: HistoryProof | None = None
+        self._proved: tuple[Sequence[Any], HistoryProof | None] | None = None
 
     @property
     def wire_cache(self) -> WireCache:
@@ -324,6 +549,37 @@ class CodecModel(Model, Generic[_ProviderT]):
     @abc.abstractmethod
     def codec(self) -> Codec:
         """The codec of this model's next request (built from its current settings)."""
+
+    def check(self, call: ModelCall) -> None:
+        """Raise `UnsupportedFeatureError` if `call` asks for something the profile lacks.
+
+        In a buffered request, the history's content is checked only from where the proof of it
+        says it last passed (the same check, the same accepted kinds).
+        """
+        proof = self._proving
+        if proof is None or proof.source is not call.messages:
+            super().check(call)
+        else:
+            self.profile.check(call, model=self.system, proof=proof)
+
+    def _check_request(self, call: ModelCall) -> None:
+        """The check of a buffered request, with the history fingerprinted once, before it.
+
+        The check, the `_prepare_now` checks and the encode all run before any await (`_request`
+        starts right after this), so the one proof serves them all; it is handed to `_encoded`.
+        """
+        self._proved = None
+        cache = self._wire_cache
+        if cache is None or not _encodes_first(type(self)):
+            self.check(call)
+            return
+        proof = cache.prove(call.messages)
+        self._proving = proof
+        try:
+            self.check(call)
+        finally:
+            self._proving = None
+        self._proved = (call.messages, proof)  # taken by `_encoded` before any await
 
     @abc.abstractmethod
     def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
@@ -365,15 +621,50 @@ class CodecModel(Model, Generic[_ProviderT]):
         self._check_response(decoded)
         return decoded
 
-    async def _request(self, call: ModelCall) -> ModelResponse:
-        call = await self._prepare(call)
+    def _prepare_now(self, call: ModelCall, proof: HistoryProof) -> ModelCall | None:
+        """The call as encoded when preparing it needs no waiting, else `None` (then `_prepare` runs).
+
+        It runs in one synchronous stretch with the proof of `call.messages` and the encode, so a
+        check it makes over the history may skip the leading messages `proof` says passed it before
+        (and record, with `proof.passed`, that the whole history did). By default `call` itself
+        when `_prepare` is not overridden; a subclass that overrides `_prepare` overrides this too,
+        or its `_prepare` runs as it is.
+        """
+        del proof
+        return None if _overrides(type(self), "_prepare", CodecModel) else call
+
+    async def _encoded(self, call: ModelCall, *, stream: bool) -> tuple[ModelCall, Codec, WireRequest]:
+        """The call as encoded, its codec and its request; the history fingerprinted once.
+
+        The proof, the checks `_prepare_now` makes and the encode run with no await between them,
+        so no other task can change the history in place in between.
+        """
+        cache = self._wire_cache  # set once a codec of this model used it
+        handed, self._proved = self._proved, None
+        if handed is not None and handed[0] is call.messages:
+            proof = handed[1]  # `None`: it cannot be proved (not tried twice)
+        else:
+            proof = None if cache is None else cache.prove(call.messages)
+        prepared = None if proof is None else self._prepare_now(call, proof)
+        if prepared is None:
+            prepared = await self._prepare(call)
+            codec = self.codec()
+            return prepared, codec, codec.encode(prepared, stream=stream)
+        assert cache is not None
         codec = self.codec()
-        return await self._send(call, codec, codec.encode(call, stream=False))
+        cache.arm(proof)
+        try:
+            wire = codec.encode(prepared, stream=stream)
+        finally:
+            cache.arm(None)
+        return prepared, codec, wire
+
+    async def _request(self, call: ModelCall) -> ModelResponse:
+        call, codec, wire = await self._encoded(call, stream=False)
+        return await self._send(call, codec, wire)
 
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
-        call = await self._prepare(call)
-        codec = self.codec()
-        wire = codec.encode(call, stream=True)
+        call, codec, wire = await self._encoded(call, stream=True)
         path, options = self._options(call, wire, stream=True)
         decoder = codec.stream_decoder()
         async with self._provider.stream_sse("POST", path, content=wire.body, **options) as events:

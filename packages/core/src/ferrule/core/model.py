@@ -219,12 +219,17 @@ class Model(abc.ABC):
 
     async def request(self, call: ModelCall) -> ModelResponse:
         """Make one buffered request. Checks the call before any I/O."""
-        self.check(call)
+        self._check_request(call)
         try:
             return await self._request(call)
         except Exception as exc:
             self._scrub(exc)
             raise
+
+    def _check_request(self, call: ModelCall) -> None:
+        """The check `request` makes, by default `check(call)`; `_request` starts right after it,
+        before any await (so a subclass may hand `_request` what it learned while checking)."""
+        self.check(call)
 
     def _scrub(self, exc: Exception) -> None:
         redactor = self.redactor

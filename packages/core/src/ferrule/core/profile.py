@@ -8,7 +8,8 @@ request. The default profile is fail-closed: it declares plain text in and out a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
 
 import msgspec
 
@@ -26,6 +27,9 @@ from .messages import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from .messages import Message
     from .settings import ModelSettings
 
 __all__ = ["ContentKind", "ModelProfile", "NativeToolKind", "StructuredOutputMode"]
@@ -133,10 +137,15 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True):
             default_max_tokens=smaller(self.default_max_tokens, other.default_max_tokens),
         )
 
-    def check(self, call: ModelCall, *, model: str) -> None:
+    def check(self, call: ModelCall, *, model: str, proof: _Proof | None = None) -> None:
         """Raise [`UnsupportedFeatureError`][ferrule.core.errors.UnsupportedFeatureError] if `call`
-        asks for anything this profile does not declare. Runs before any network I/O."""
-        _check_call(self, call, model=model)
+        asks for anything this profile does not declare. Runs before any network I/O.
+
+        `proof` is a [`HistoryProof`][ferrule.core.codec.HistoryProof] of `call.messages` taken in
+        the same synchronous stretch: the content check then looks only at the messages it has not
+        seen pass under the same accepted kinds, and records that the whole history passed.
+        """
+        _check_call(self, call, model=model, proof=proof)
 
     def require(self, condition: bool, feature: str, *, model: str, hint: str | None = None) -> None:
         """Raise `UnsupportedFeatureError(feature)` unless `condition` holds."""
@@ -151,6 +160,14 @@ class _Fail(Protocol):
     def __call__(self, feature: str, hint: str | None = None) -> None: ...
 
 
+class _Proof(Protocol):
+    """What the check needs of a [`HistoryProof`][ferrule.core.codec.HistoryProof]."""
+
+    def unchecked(self, check: Hashable, /) -> Sequence[Message]: ...
+
+    def passed(self, check: Hashable, /) -> None: ...
+
+
 def _binary_kind(media_type: str) -> ContentKind:
     if media_type.startswith("image/"):
         return "image"
@@ -161,13 +178,16 @@ def _binary_kind(media_type: str) -> ContentKind:
     return "document"
 
 
-def _check_call(profile: ModelProfile, call: ModelCall, *, model: str) -> None:
+def _check_call(profile: ModelProfile, call: ModelCall, *, model: str, proof: _Proof | None = None) -> None:
+    """The check of `call`; with `proof` (of `call.messages`, taken in the same synchronous stretch)
+    the content check skips the leading messages that passed it under the same accepted kinds."""
+
     def fail(feature: str, hint: str | None = None) -> None:
         raise UnsupportedFeatureError(feature, model=model, hint=hint)
 
     _check_features(profile, call, fail)
     _check_settings(profile, call.settings, fail)
-    _check_content(profile, call, fail)
+    _check_content(profile, call, fail, proof)
 
 
 def _check_features(profile: ModelProfile, call: ModelCall, fail: _Fail) -> None:
@@ -215,13 +235,12 @@ def _check_settings(profile: ModelProfile, settings: ModelSettings, fail: _Fail)
         fail(f"service_tier={settings.service_tier!r}", f"supported tiers: {allowed}")
 
 
-def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail) -> None:
+def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _Proof | None) -> None:
     accepted = profile.content_kinds
     if accepted >= _ALL_KINDS:
         return
-    for message in call.messages:
-        if not isinstance(message, ModelRequest):
-            continue
+    check = ("content kinds", accepted)
+    for message in filter(_is_request, call.messages if proof is None else proof.unchecked(check)):
         for part in message.parts:
             if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
                 continue
@@ -229,7 +248,12 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail) -> None:
                 kind = _content_kind(item)
                 if kind is not None and kind not in accepted:
                     fail(f"{kind} input", "remove it or choose a model that accepts it")
+    if proof is not None:
+        proof.passed(check)
 
+
+_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter` (a step less per message)."""
 
 _ALL_KINDS: frozenset[ContentKind] = frozenset(
     {"text", "image", "audio", "video", "document", "uploaded-file"}

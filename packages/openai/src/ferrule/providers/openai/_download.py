@@ -9,7 +9,8 @@ timeouts and a size limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeGuard, cast
 
 import msgspec
 
@@ -19,6 +20,7 @@ from ferrule.core.messages import (
     BinaryContent,
     DocumentUrl,
     ImageUrl,
+    Message,
     ModelRequest,
     ModelRequestPart,
     UserContent,
@@ -33,6 +35,9 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 """Largest file downloaded for a request (OpenAI's own limit for inline files is 20 MiB... per part)."""
 
 FileUrl = ImageUrl | AudioUrl | VideoUrl | DocumentUrl
+
+_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter`."""
 
 
 class _Download(Provider):
@@ -66,15 +71,16 @@ async def download(
     )
 
 
-def _any_needs_bytes(call: ModelCall, needs_bytes: Callable[[UserContent], bool]) -> bool:
-    # Plain loops, not nested generators: this runs over the whole history on every request.
-    for message in call.messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-                    for item in part.content:
-                        if needs_bytes(item):
-                            return True
+def any_needs_bytes(messages: Iterable[Message], needs_bytes: Callable[[UserContent], bool]) -> bool:
+    """Whether an item of the user content of `messages` `needs_bytes`."""
+    # Plain loops, not nested generators, and the requests picked out in C: this runs over a
+    # history on every request.
+    for message in filter(_is_request, messages):
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                for item in part.content:
+                    if needs_bytes(item):
+                        return True
     return False
 
 
@@ -86,7 +92,7 @@ async def resolve_downloads(
     max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
 ) -> ModelCall:
     """`call` with every user-content item that `needs_bytes` replaced by its downloaded bytes."""
-    if not _any_needs_bytes(call, needs_bytes):
+    if not any_needs_bytes(call.messages, needs_bytes):
         return call
     policy = policy or UrlPolicy()
     messages = list(call.messages)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
-from ferrule.core.codec import CodecModel
+from ferrule.core.codec import CodecModel, HistoryProof
 from ferrule.core.errors import ContentFilterError, UnsupportedFeatureError, UserError
 from ferrule.core.messages import (
     AudioUrl,
@@ -24,7 +24,7 @@ from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
 
 from ._content import is_text_like
-from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, resolve_downloads
+from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, any_needs_bytes, resolve_downloads
 from ._provider import OpenAICompatibleProvider, OpenAIProvider
 from .profiles import UNKNOWN, ChatDialect, ResponsesDialect
 
@@ -108,6 +108,21 @@ class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
     def _needs_bytes(self, item: UserContent) -> bool:
         """Whether `item` must be downloaded and sent as bytes."""
 
+    @abc.abstractmethod
+    def _download_rule(self) -> Hashable | None:
+        """What `_needs_bytes` depends on, or `None` when a subclass changed it (then no message is
+        taken as checked from an earlier request)."""
+
+    def _needs_download(self, call: ModelCall, proof: HistoryProof) -> bool:
+        """Whether `call` has content to download, looking only at what `proof` has not seen pass."""
+        rule = self._download_rule()
+        check = None if rule is None else ("download", rule)
+        if any_needs_bytes(call.messages if check is None else proof.unchecked(check), self._needs_bytes):
+            return True
+        if check is not None:
+            proof.passed(check)
+        return False
+
     async def _prepare(self, call: ModelCall) -> ModelCall:
         return await resolve_downloads(
             call, self._needs_bytes, policy=self.download_url_policy, max_bytes=self.max_download_bytes
@@ -146,6 +161,7 @@ class OpenAIChatModel(_OpenAIModelBase):
     """
 
     _api = "chat"
+    _request_encodes_first = True  # its `_request` awaits `CodecModel._request` first
 
     def __init__(
         self,
@@ -194,6 +210,9 @@ class OpenAIChatModel(_OpenAIModelBase):
         """The request body this model sends for `call` (no downloads, no tool emulation)."""
         return self.codec().encode(call, stream=stream).body
 
+    def _download_rule(self) -> Hashable | None:
+        return self.dialect.file_urls if type(self)._needs_bytes is OpenAIChatModel._needs_bytes else None
+
     def _needs_bytes(self, item: UserContent) -> bool:
         if isinstance(item, AudioUrl):
             return True
@@ -212,6 +231,13 @@ class OpenAIChatModel(_OpenAIModelBase):
         if self._profile.tools_emulated_via_output and bool(call.tools or call.output_tools):
             return _emulation()
         return None
+
+    def _prepare_now(self, call: ModelCall, proof: HistoryProof) -> ModelCall | None:
+        """`_prepare` when there is nothing to download (a subclass's own `_prepare` always runs)."""
+        if type(self)._prepare is not OpenAIChatModel._prepare or self._needs_download(call, proof):
+            return None
+        emulation = self._emulation(call)
+        return call if emulation is None else emulation.encode_emulated_tools(call)
 
     async def _prepare(self, call: ModelCall) -> ModelCall:
         """The call as encoded: downloads resolved, tools emulated when the profile says so."""
@@ -283,5 +309,14 @@ class OpenAIResponsesModel(_OpenAIModelBase):
         """The request body this model sends for `call` (no downloads)."""
         return self.codec().encode(call, stream=stream).body
 
+    def _download_rule(self) -> Hashable | None:
+        return "responses" if type(self)._needs_bytes is OpenAIResponsesModel._needs_bytes else None
+
     def _needs_bytes(self, item: UserContent) -> bool:
         return isinstance(item, ImageUrl | DocumentUrl) and item.force_download is not False
+
+    def _prepare_now(self, call: ModelCall, proof: HistoryProof) -> ModelCall | None:
+        """`_prepare` when there is nothing to download (a subclass's own `_prepare` always runs)."""
+        if type(self)._prepare is not _OpenAIModelBase._prepare or self._needs_download(call, proof):
+            return None
+        return call

@@ -400,8 +400,9 @@ def _encoded_messages(
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
     head = _ENCODE(lead)[1:-1]
-    tail = cache.encode(history[index:], view, encode)
-    return msgspec.Raw(b"[" + head + (b"," if head and tail else b"") + tail + b"]")
+    tail = cache.encode(history, view, encode, start=index)
+    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
+    return msgspec.Raw(b"".join((b"[", head, b"," if head and tail else b"", tail, b"]")))
 
 
 def _request_part(

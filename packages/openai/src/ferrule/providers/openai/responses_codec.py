@@ -332,8 +332,9 @@ def _encoded_input(
     def encode(message: Message) -> bytes:
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
+    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
     return msgspec.Raw(
-        b"[" + cache.encode(call.messages, (dialect, provider_name, model_name), encode) + b"]"
+        b"".join((b"[", cache.encode(call.messages, (dialect, provider_name, model_name), encode), b"]"))
     )
 
 
