@@ -27,6 +27,7 @@ from ferrule.core.retry import request_with_retry, stream_with_retry
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
 from ._partial_output import PartialTracker
+from ._result import Handoff
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
 
@@ -168,9 +169,14 @@ async def _stream(
         else source
     )
     plain = tracker.plain
+    # The run's own hand-off takes each event without a coroutine, awaiting only when the
+    # consumer is behind; any other `emit` (hooks, a durable recorder) is awaited per event.
+    out = emit if isinstance(emit, Handoff) else _Awaited(emit)
+    offer = out.offer
     async with aclosing(stream):
         async for event in stream:
-            await emit(event)
+            if offer(event):
+                await out.wait()
             if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
                 # Most events of a text stream: their partial output without a coroutine.
                 partial = tracker.plain_text(event.delta.content_delta)
@@ -179,10 +185,28 @@ async def _stream(
                 continue
             else:
                 partial = await tracker.update(event)
-            if partial is not None:
-                await emit(partial)
+            if partial is not None and offer(partial):
+                await out.wait()
     assert response is not None  # the model contract guarantees a completed response
     return response
+
+
+class _Awaited:
+    """`Handoff`'s `offer` and `wait` over any `emit`: every event is awaited."""
+
+    __slots__ = ("_emit", "_event")
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._event: Any = None
+
+    def offer(self, event: Any) -> bool:
+        self._event = event
+        return True
+
+    async def wait(self) -> None:
+        event, self._event = self._event, None
+        await self._emit(event)
 
 
 def _add_cost(run: LoopState, response: ModelResponse) -> None:

@@ -21,7 +21,7 @@ from ._receipts import ActionReceipt, run_actions
 if TYPE_CHECKING:
     from ._run import Run
 
-__all__ = ["AgentRun", "AgentRunResult", "StreamedRunResult", "drive_stream", "streaming"]
+__all__ = ["AgentRun", "AgentRunResult", "Handoff", "StreamedRunResult", "drive_stream", "streaming"]
 
 OutputT = TypeVar("OutputT", default=str, covariant=True)
 
@@ -157,12 +157,14 @@ _BUFFER = 64
 """Events the run may get ahead of the consumer before it waits for the consumer to take them."""
 
 
-class _Handoff:
+class Handoff:
     """Events from the run's task to the consumer's: a list the run appends to and the consumer
     takes whole, so a burst of events crosses between the tasks in one switch.
 
     The run waits (a checkpoint) only when `_BUFFER` events are waiting, the consumer only when
-    none is; each wait is on an event made for it, set by the other side.
+    none is; each wait is on an event made for it, set by the other side. Called with an event,
+    it is the run's `emit`; the model stream hands its events over with `offer` and awaits only
+    when `offer` says the consumer is behind.
     """
 
     __slots__ = ("_data", "_space", "closed", "items")
@@ -173,17 +175,25 @@ class _Handoff:
         self._data: anyio.Event | None = None  # the consumer is waiting for events
         self._space: anyio.Event | None = None  # the run is waiting for the consumer
 
-    async def put(self, event: Any) -> None:
+    async def __call__(self, event: Any) -> None:
         """Hand `event` over; wait only when the consumer is `_BUFFER` events behind."""
+        if self.offer(event):
+            await self.wait()
+
+    def offer(self, event: Any) -> bool:
+        """Hand `event` over without waiting; `True` when the run must now `wait` for the consumer."""
         items = self.items
         items.append(event)
         data = self._data
         if data is not None:
             self._data = None
             data.set()
-        if len(items) >= _BUFFER:
-            space = self._space = anyio.Event()
-            await space.wait()
+        return len(items) >= _BUFFER
+
+    async def wait(self) -> None:
+        """Wait until the consumer has taken the events waiting."""
+        space = self._space = anyio.Event()
+        await space.wait()
 
     async def take(self) -> list[Any]:
         """Every event waiting (at least one), or `[]` once the run has ended and none is left."""
@@ -217,7 +227,7 @@ class StreamedRunResult(Generic[OutputT]):
     cancels it and drains its work.
     """
 
-    def __init__(self, run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
+    def __init__(self, run: Run, handoff: Handoff, errors: list[BaseException]) -> None:
         self._run = run
         self._handoff = handoff
         self._errors = errors
@@ -346,10 +356,10 @@ def _with_state(error: BaseException, run: Run) -> BaseException:
     return error
 
 
-async def drive_stream(run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
+async def drive_stream(run: Run, handoff: Handoff, errors: list[BaseException]) -> None:
     """The background task of a streamed run: the loop, handing each event to the consumer."""
     try:
-        await run.run_to_end(handoff.put)
+        await run.run_to_end(handoff)
     except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
         errors.append(exc)
     finally:
@@ -359,7 +369,7 @@ async def drive_stream(run: Run, handoff: _Handoff, errors: list[BaseException])
 @asynccontextmanager
 async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     """Drive `run` in a background task of its own; the body consumes its events in order."""
-    handoff = _Handoff()
+    handoff = Handoff()
     errors: list[BaseException] = []
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:
