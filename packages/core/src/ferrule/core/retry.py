@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import msgspec
@@ -307,6 +307,53 @@ async def stream_with_retry(
     call's `deadline` for the rest of the stream. Once an event was yielded, a failure propagates
     unchanged: the caller may already have shown that output.
     """
+    stream, first = await _first_of(
+        model.stream, model, call, policy, budget, deadline, attempt_timeout, on_retry, rand
+    )
+    try:
+        yield first
+        async for event in stream:
+            yield event
+    finally:
+        await _aclose(stream)
+
+
+async def stream_batches_with_retry(
+    model: Model,
+    call: ModelCall,
+    *,
+    policy: RetryPolicy | None = None,
+    budget: RetryBudget | None = None,
+    deadline: float | None = None,
+) -> AsyncGenerator[list[ModelStreamEvent]]:
+    """[`stream_with_retry`][ferrule.core.retry.stream_with_retry] over `model.stream_batches`: the
+    same events in non-empty lists, retried only before the first list escapes."""
+    stream, first = await _first_of(
+        model.stream_batches, model, call, policy, budget, deadline, None, None, None
+    )
+    try:
+        yield first
+        async for batch in stream:
+            yield batch
+    finally:
+        await _aclose(stream)
+
+
+_ItemT = TypeVar("_ItemT")
+
+
+async def _first_of(
+    open_stream: Callable[[ModelCall], AsyncIterator[_ItemT]],
+    model: Model,
+    call: ModelCall,
+    policy: RetryPolicy | None,
+    budget: RetryBudget | None,
+    deadline: float | None,
+    attempt_timeout: float | None,
+    on_retry: Callable[[RetryEvent], None] | None,
+    rand: Callable[[], float] | None,
+) -> tuple[AsyncIterator[_ItemT], _ItemT]:
+    """An attempt's stream and its first item, after as many attempts as the policy allows."""
     policy = policy or NO_RETRY
     if deadline is None:
         deadline = call.deadline
@@ -314,8 +361,8 @@ async def stream_with_retry(
     attempts = _Attempts(policy, budget, deadline, timeout, on_retry, rand)
     while True:
         attempt_deadline, own_timeout = attempts.attempt_deadline()
-        stream = model.stream(_with_deadline(call, attempt_deadline))
-        first: ModelStreamEvent | None = None
+        stream = open_stream(_with_deadline(call, attempt_deadline))
+        first: _ItemT | None = None
         try:
             if attempt_deadline is None:
                 first = await stream.__anext__()
@@ -331,16 +378,10 @@ async def stream_with_retry(
         except BaseException:
             await _aclose(stream)
             raise
-        break
-    try:
-        yield first
-        async for event in stream:
-            yield event
-    finally:
-        await _aclose(stream)
+        return stream, first
 
 
-async def _aclose(stream: AsyncIterator[ModelStreamEvent]) -> None:
+async def _aclose(stream: AsyncIterator[object]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         with anyio.CancelScope(shield=True):
