@@ -324,3 +324,30 @@ def test_event_limit_counts_per_event() -> None:
 def test_invalid_limits() -> None:
     with pytest.raises(ValueError, match="positive"):
         SseParser(max_line_bytes=0)
+
+
+def test_non_ascii_and_invalid_bytes_in_whole_chunks_match_the_line_parser() -> None:
+    # A chunk that is not all ASCII takes the block path event by event; limits count bytes.
+    stream = (
+        b"data: donn\xc3\xa9es \xe2\x9c\x93\n\n"
+        b"event: \xc3\xa9v\ndata: \xf0\x9f\x98\x80\n\n"
+        b"data: \xff\xfe x\n\n"
+        b"event: e\ndata: \xc3\n\n"
+        b"data: tail \xc3"
+    )
+    whole = parse(stream)
+    assert whole == parse(*(stream[i : i + 1] for i in range(len(stream))))
+    assert whole == [
+        SseEvent(data="données ✓"),
+        SseEvent(event="év", data="😀"),
+        SseEvent(data="\ufffd\ufffd x"),
+        SseEvent(event="e", data="\ufffd"),
+        SseEvent(data="tail \ufffd"),
+    ]
+    line = b"data: " + "é".encode() * 47  # 100 bytes, 53 characters
+    assert (
+        parse(line + b"\n\n" + line + b"\n\n", parser=SseParser(max_line_bytes=100))
+        == [SseEvent(data="é" * 47)] * 2
+    )
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parse(b"data: a\n\n" + line + b"\n\n", parser=SseParser(max_line_bytes=99))

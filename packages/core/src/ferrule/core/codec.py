@@ -390,6 +390,8 @@ class CodecModel(Model, Generic[_ProviderT]):
         path, options = self._options(call, wire, stream=True)
         decoder = codec.stream_decoder()
         feed = decoder.feed
+        # Most clients read to the end: no call per event to ask whether to stop.
+        stop = None if type(self)._stream_done is CodecModel[Any]._stream_done else self._stream_done
         from .provider import sse_batches  # loaded with every provider; not at this module's import
 
         async with self._provider.stream_sse("POST", path, content=wire.body, **options) as events:
@@ -401,7 +403,7 @@ class CodecModel(Model, Generic[_ProviderT]):
                 try:
                     for event in batch:
                         out += feed(event)
-                        if self._stream_done(decoder):
+                        if stop is not None and stop(decoder):
                             done = True
                             break
                 except Exception as exc:
