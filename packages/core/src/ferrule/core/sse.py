@@ -49,6 +49,7 @@ class SseParser:
         "_last_id",
         "_max_event",
         "_max_line",
+        "_named",
         "_partial",
         "_skip_lf",
         "_started",
@@ -69,6 +70,8 @@ class SseParser:
         self._data_size = 0
         self._event: bytes | None = None
         self._last_id: str | None = None
+        # The `event: name\ndata: ` that began the last named one-line event, and its name.
+        self._named: tuple[str, str] | None = None
         self.retry: int | None = None
         """The reconnection time in milliseconds from the last valid `retry:` field, if any."""
 
@@ -160,11 +163,24 @@ class SseParser:
                         continue
                 elif block.startswith("event:"):
                     # `event:` then one `data:` line (every event of a Responses or Messages stream).
+                    named = self._named
+                    if (
+                        named is not None
+                        and block.startswith(named[0])
+                        and block.find("\n", len(named[0])) < 0
+                    ):
+                        # The same `event: ...\ndata: ` as the last such event: most of a stream.
+                        events.append(SseEvent(event=named[1], data=block[len(named[0]) :], id=self._last_id))
+                        continue
                     lf = block.find("\n")
                     if block.startswith("data:", lf + 1) and block.find("\n", lf + 1) < 0:
-                        name = block[7:lf] if block.startswith(" ", 6) else block[6:lf]
-                        start = lf + 7 if block.startswith(" ", lf + 6) else lf + 6
-                        events.append(SseEvent(event=name or "message", data=block[start:], id=self._last_id))
+                        name = (block[7:lf] if block.startswith(" ", 6) else block[6:lf]) or "message"
+                        if block.startswith(" ", lf + 6):
+                            start = lf + 7
+                            self._named = (block[:start], name)
+                        else:
+                            start = lf + 6
+                        events.append(SseEvent(event=name, data=block[start:], id=self._last_id))
                         continue
             for line in (block.encode() if raws is None else raws[index]).split(b"\n"):
                 self._line(line, events)
