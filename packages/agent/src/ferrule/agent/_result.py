@@ -275,6 +275,8 @@ class StreamedRunResult(Generic[OutputT]):
         # The batches directly, not `async for event in self`: one generator less per event.
         async for held in self._batches():
             for event in held:
+                if type(event) is PartialOutputEvent:
+                    continue  # every other event of a text stream
                 if isinstance(event, PartDeltaEvent):
                     if not isinstance(event.delta, TextPartDelta):
                         continue
