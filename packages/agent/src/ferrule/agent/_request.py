@@ -26,8 +26,8 @@ from ferrule.core.retry import request_with_retry, stream_batches_with_retry
 
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
+from ._handoff import Handoff
 from ._partial_output import PartialTracker
-from ._result import Handoff
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
 
