@@ -290,7 +290,7 @@ async def request_with_retry(
             await attempts.after_failure(model, error)
 
 
-async def stream_with_retry(
+def stream_with_retry(
     model: Model,
     call: ModelCall,
     *,
@@ -307,18 +307,10 @@ async def stream_with_retry(
     call's `deadline` for the rest of the stream. Once an event was yielded, a failure propagates
     unchanged: the caller may already have shown that output.
     """
-    stream, first = await _first_of(
-        model.stream, model, call, policy, budget, deadline, attempt_timeout, on_retry, rand
-    )
-    try:
-        yield first
-        async for event in stream:
-            yield event
-    finally:
-        await _aclose(stream)
+    return _retried(model.stream, model, call, policy, budget, deadline, attempt_timeout, on_retry, rand)
 
 
-async def stream_batches_with_retry(
+def stream_batches_with_retry(
     model: Model,
     call: ModelCall,
     *,
@@ -328,21 +320,13 @@ async def stream_batches_with_retry(
 ) -> AsyncGenerator[list[ModelStreamEvent]]:
     """[`stream_with_retry`][ferrule.core.retry.stream_with_retry] over `model.stream_batches`: the
     same events in non-empty lists, retried only before the first list escapes."""
-    stream, first = await _first_of(
-        model.stream_batches, model, call, policy, budget, deadline, None, None, None
-    )
-    try:
-        yield first
-        async for batch in stream:
-            yield batch
-    finally:
-        await _aclose(stream)
+    return _retried(model.stream_batches, model, call, policy, budget, deadline, None, None, None)
 
 
 _ItemT = TypeVar("_ItemT")
 
 
-async def _first_of(
+async def _retried(
     open_stream: Callable[[ModelCall], AsyncIterator[_ItemT]],
     model: Model,
     call: ModelCall,
@@ -352,8 +336,8 @@ async def _first_of(
     attempt_timeout: float | None,
     on_retry: Callable[[RetryEvent], None] | None,
     rand: Callable[[], float] | None,
-) -> tuple[AsyncIterator[_ItemT], _ItemT]:
-    """An attempt's stream and its first item, after as many attempts as the policy allows."""
+) -> AsyncGenerator[_ItemT]:
+    """The items of `open_stream(call)`, opened again after a failure before its first item."""
     policy = policy or NO_RETRY
     if deadline is None:
         deadline = call.deadline
@@ -378,7 +362,14 @@ async def _first_of(
         except BaseException:
             await _aclose(stream)
             raise
-        return stream, first
+        break
+
+    try:
+        yield first
+        async for item in stream:
+            yield item
+    finally:
+        await _aclose(stream)
 
 
 async def _aclose(stream: AsyncIterator[object]) -> None:
