@@ -644,6 +644,15 @@ class _Chunk(msgspec.Struct):
         ('{"id": "xy"}', limits(max_bytes=11)),
         ('{"id": "x", "items": 3}', WIDE),  # the wrong type
         ('{"id": "x"', WIDE),  # malformed
+        # Small enough to be decoded before any check (at most twice max_depth bytes, ...): a
+        # document msgspec refuses still fails with what the checks find first.
+        ("[" * 20, limits(max_depth=16)),  # unclosed, deeper than the limit
+        ('{"items": ' + "[" * 10, limits(max_depth=16)),  # unclosed, within it
+        ('{"items": [[[[[[[[1]]]]]]]]}', limits(max_depth=16)),  # well-formed, depth 9
+        ('{"id": "x", "items": {"a": 1}}', limits(max_depth=16)),  # the wrong type
+        ('{"id": "caf\u00e9", "items": [1]}', limits(max_depth=16)),
+        ('{"id": "café"}', limits(max_depth=16)),  # not ASCII: checked first
+        ('{"id": "x"} 1', limits(max_depth=16)),  # trailing data
     ],
 )
 def test_provider_decoder_is_decode_provider_json(doc: str, lim: JsonLimits) -> None:
@@ -660,6 +669,7 @@ def test_provider_decoder_is_decode_provider_json(doc: str, lim: JsonLimits) -> 
         lambda: bj.decode_provider_json(doc, _Chunk, lim, "a test chunk", provider_name="p", model_name="m")
     )
     assert outcome(lambda: decoder.decode(doc, provider_name="p", model_name="m")) == expected
+    assert outcome(lambda: decoder.decode(doc.encode(), provider_name="p", model_name="m")) == expected
     if expected[0] == "error":
         assert "p:m: a test chunk is not valid: " in expected[1][0]
     else:

@@ -142,6 +142,39 @@ async def test_check_response_refuses_buffered_and_streamed(serve: Serve) -> Non
         await _Model(_provider(buffered), refuse=True).request(CALL)
 
 
+async def test_a_read_s_events_come_whole_and_a_failure_keeps_what_preceded_it(serve: Serve) -> None:
+    # One write: every event arrives in one read, which `stream_batches` hands on as one list.
+    assert (await _flat(_Model(_provider(serve(sse_reply(STREAM)))))) == (
+        [PartStartEvent, PartDeltaEvent, PartDeltaEvent, PartEndEvent, ResponseCompleted],
+        None,
+    )
+    # The third event of the read is not JSON: the events before it are delivered, then the error,
+    # both one by one and a list at a time.
+    broken = b'data: "Hel"\n\ndata: "lo"\n\ndata: {not json\n\ndata: "late"\n\n'
+    seen: list[ModelStreamEvent] = []
+    with pytest.raises(ResponseDecodeError):
+        await _drain(_Model(_provider(serve(sse_reply(broken)))), seen)
+    assert [type(e) for e in seen] == [PartStartEvent, PartDeltaEvent, PartDeltaEvent]
+    kinds, error = await _flat(_Model(_provider(serve(sse_reply(broken)))))
+    assert kinds == [PartStartEvent, PartDeltaEvent, PartDeltaEvent]
+    assert isinstance(error, ResponseDecodeError)
+    # A refused answer: its part-end events first, as one by one.
+    kinds, error = await _flat(_Model(_provider(serve(sse_reply(STREAM))), refuse=True))
+    assert kinds == [PartStartEvent, PartDeltaEvent, PartDeltaEvent, PartEndEvent]
+    assert isinstance(error, ContentFilterError)
+
+
+async def _flat(model: _Model) -> tuple[list[type], Exception | None]:
+    kinds: list[type] = []
+    try:
+        async for batch in model.stream_batches(CALL):
+            assert batch
+            kinds.extend(type(e) for e in batch)
+    except (ResponseDecodeError, ContentFilterError) as exc:
+        return kinds, exc
+    return kinds, None
+
+
 # -- the conformance helpers ------------------------------------------------------------------------
 
 

@@ -324,3 +324,61 @@ def test_event_limit_counts_per_event() -> None:
 def test_invalid_limits() -> None:
     with pytest.raises(ValueError, match="positive"):
         SseParser(max_line_bytes=0)
+
+
+def test_non_ascii_and_invalid_bytes_in_whole_chunks_match_the_line_parser() -> None:
+    # A chunk that is not all ASCII takes the block path event by event; limits count bytes.
+    stream = (
+        b"data: donn\xc3\xa9es \xe2\x9c\x93\n\n"
+        b"event: \xc3\xa9v\ndata: \xf0\x9f\x98\x80\n\n"
+        b"data: \xff\xfe x\n\n"
+        b"event: e\ndata: \xc3\n\n"
+        b"data: tail \xc3"
+    )
+    whole = parse(stream)
+    assert whole == parse(*(stream[i : i + 1] for i in range(len(stream))))
+    assert whole == [
+        SseEvent(data="données ✓"),
+        SseEvent(event="év", data="😀"),
+        SseEvent(data="\ufffd\ufffd x"),
+        SseEvent(event="e", data="\ufffd"),
+        SseEvent(data="tail \ufffd"),
+    ]
+    line = b"data: " + "é".encode() * 47  # 100 bytes, 53 characters
+    assert (
+        parse(line + b"\n\n" + line + b"\n\n", parser=SseParser(max_line_bytes=100))
+        == [SseEvent(data="é" * 47)] * 2
+    )
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parse(b"data: a\n\n" + line + b"\n\n", parser=SseParser(max_line_bytes=99))
+
+
+def test_repeated_event_names_in_whole_chunks() -> None:
+    # The block path remembers the last `event: name\ndata: ` it saw; blocks that only look like
+    # it (a longer name, no space after the colon, a second data line) must still parse exactly.
+    stream = (
+        b"event: d\ndata: 1\n\n"
+        b"event: d\ndata: 2\n\n"
+        b"event: d\ndata:3\n\n"
+        b"event: d\ndata: 4\ndata: 5\n\n"
+        b"event: dd\ndata: 6\n\n"
+        b"event: d\ndata:  7\n\n"
+        b"event:\ndata: 8\n\n"
+        b"event:\ndata: 9\n\n"
+        b"event: d\nid: 3\ndata: 10\n\n"
+        b"event: d\ndata: 11\n\n"
+    )
+    expected = [
+        SseEvent(event="d", data="1"),
+        SseEvent(event="d", data="2"),
+        SseEvent(event="d", data="3"),
+        SseEvent(event="d", data="4\n5"),
+        SseEvent(event="dd", data="6"),
+        SseEvent(event="d", data=" 7"),
+        SseEvent(data="8"),
+        SseEvent(data="9"),
+        SseEvent(event="d", data="10", id="3"),
+        SseEvent(event="d", data="11", id="3"),
+    ]
+    assert parse(stream) == expected
+    assert parse(*(stream[i : i + 1] for i in range(len(stream)))) == expected

@@ -718,3 +718,37 @@ async def test_emulated_tools_through_constrained_output(serve: Serve) -> None:
     sent = json.loads(server.requests[0].body)
     assert "tools" not in sent
     assert sent["response_format"]["type"] == "json_schema"
+
+
+@pytest.mark.anyio
+async def test_emulated_tools_streamed_a_read_at_a_time(serve: Serve) -> None:
+    # An agent streams through `stream_batches`: a model whose tools are emulated still streams
+    # through the emulation, so the JSON answer is a tool call, not text.
+    answer = json.dumps({"tool": "get_weather", "arguments": {"city": "Paris"}})
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return b"data: " + json.dumps({"id": "c1", "model": "qwen", "choices": [choice]}).encode() + b"\n\n"
+
+    body = (
+        chunk({"role": "assistant", "content": answer[:12]})
+        + chunk({"content": answer[12:]})
+        + chunk({}, "stop")
+        + b"data: [DONE]\n\n"
+    )
+    server = serve(http_server.sse_reply(body, (len(body),)))
+    provider = LlamaCppServerProvider(base_url=server.base_url, url_policy=server.policy, timeouts=FAST)
+    profile = msgspec.structs.replace(
+        provider.chat_profile("qwen").profile, supports_tools=False, tools_emulated_via_output=True
+    )
+    model = OpenAIChatModel("qwen", provider=provider, profile=profile)
+    tool = ToolDefinition(name="get_weather", parameters_json_schema={"type": "object"})
+    call = ModelCall(messages=user("Weather in Paris?").messages, tools=[tool])
+    events = [event async for batch in model.stream_batches(call) for event in batch]
+    # The same events one by one (the emulation generates a fresh tool-call ID per stream).
+    assert [type(e) for e in events] == [type(e) async for e in model.stream(call)]
+    assert not any(isinstance(e, PartDeltaEvent) and isinstance(e.delta, TextPartDelta) for e in events)
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    [tool_call] = final.response.tool_calls
+    assert (tool_call.tool_name, tool_call.args_as_dict()) == ("get_weather", {"city": "Paris"})

@@ -48,7 +48,9 @@ class PartialTracker:
         """`update` for a text delta when `plain`: the same event, without a coroutine per delta."""
         if self.saw_tool_call or not delta:
             return None
-        snapshot = self._append(delta)
+        text = self.text
+        # `_append`, inline: this runs once per delta.
+        snapshot = self.text = delta if not isinstance(text, str) else text + delta
         return PartialOutputEvent(snapshot, snapshot, True)
 
     def _append(self, delta: str) -> str:

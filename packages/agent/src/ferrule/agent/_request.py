@@ -22,10 +22,11 @@ from ferrule.core.model import (
     ResponseCompleted,
     TextPartDelta,
 )
-from ferrule.core.retry import request_with_retry, stream_with_retry
+from ferrule.core.retry import request_with_retry, stream_batches_with_retry
 
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
+from ._handoff import Handoff
 from ._partial_output import PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
@@ -134,10 +135,8 @@ async def _durable(run: LoopState, durable: DurableRun, call: ModelCall, emit: E
 
 async def _recorded(
     response: ModelResponse, events: Sequence[ModelStreamEvent]
-) -> AsyncGenerator[ModelStreamEvent]:
-    for event in events:
-        yield event
-    yield ResponseCompleted(response)
+) -> AsyncGenerator[list[ModelStreamEvent]]:
+    yield [*events, ResponseCompleted(response)]
 
 
 async def _processed_history(run: LoopState) -> Sequence[Message]:
@@ -152,7 +151,7 @@ async def _processed_history(run: LoopState) -> Sequence[Message]:
 
 
 async def _stream(
-    run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[ModelStreamEvent] | None = None
+    run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[list[ModelStreamEvent]] | None = None
 ) -> ModelResponse:
     """The streamed request: every event to `emit`, each followed by the partial output it makes.
 
@@ -161,28 +160,53 @@ async def _stream(
     tracker = PartialTracker(run)
     response: ModelResponse | None = None
     stream = (
-        stream_with_retry(
+        stream_batches_with_retry(
             run.model, call, policy=run.core.retry_policy, budget=run.retry_budget, deadline=run.deadline
         )
         if source is None
         else source
     )
     plain = tracker.plain
+    # The run's own hand-off takes each event without a coroutine, awaiting only when the
+    # consumer is behind; any other `emit` (hooks, a durable recorder) is awaited per event. The
+    # model's events come a network read's worth at a time: one resume per read, not per event.
+    out = emit if isinstance(emit, Handoff) else _Awaited(emit)
+    offer = out.offer
     async with aclosing(stream):
-        async for event in stream:
-            await emit(event)
-            if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
-                # Most events of a text stream: their partial output without a coroutine.
-                partial = tracker.plain_text(event.delta.content_delta)
-            elif isinstance(event, ResponseCompleted):
-                response = event.response
-                continue
-            else:
-                partial = await tracker.update(event)
-            if partial is not None:
-                await emit(partial)
+        async for batch in stream:
+            for event in batch:
+                if offer(event):
+                    await out.wait()
+                if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+                    # Most events of a text stream: their partial output without a coroutine.
+                    partial = tracker.plain_text(event.delta.content_delta)
+                elif isinstance(event, ResponseCompleted):
+                    response = event.response
+                    continue
+                else:
+                    partial = await tracker.update(event)
+                if partial is not None and offer(partial):
+                    await out.wait()
     assert response is not None  # the model contract guarantees a completed response
     return response
+
+
+class _Awaited:
+    """`Handoff`'s `offer` and `wait` over any `emit`: every event is awaited."""
+
+    __slots__ = ("_emit", "_event")
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._event: Any = None
+
+    def offer(self, event: Any) -> bool:
+        self._event = event
+        return True
+
+    async def wait(self) -> None:
+        event, self._event = self._event, None
+        await self._emit(event)
 
 
 def _add_cost(run: LoopState, response: ModelResponse) -> None:

@@ -16,6 +16,7 @@ from ferrule.core.usage import RunUsage
 from ._deferred import Paused, PauseRequiredError
 from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
+from ._handoff import Handoff
 from ._receipts import ActionReceipt, run_actions
 
 if TYPE_CHECKING:
@@ -153,62 +154,6 @@ class AgentRun(Generic[OutputT]):
         self._run.cancel()
 
 
-_BUFFER = 64
-"""Events the run may get ahead of the consumer before it waits for the consumer to take them."""
-
-
-class _Handoff:
-    """Events from the run's task to the consumer's: a list the run appends to and the consumer
-    takes whole, so a burst of events crosses between the tasks in one switch.
-
-    The run waits (a checkpoint) only when `_BUFFER` events are waiting, the consumer only when
-    none is; each wait is on an event made for it, set by the other side.
-    """
-
-    __slots__ = ("_data", "_space", "closed", "items")
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self.closed = False
-        self._data: anyio.Event | None = None  # the consumer is waiting for events
-        self._space: anyio.Event | None = None  # the run is waiting for the consumer
-
-    async def put(self, event: Any) -> None:
-        """Hand `event` over; wait only when the consumer is `_BUFFER` events behind."""
-        items = self.items
-        items.append(event)
-        data = self._data
-        if data is not None:
-            self._data = None
-            data.set()
-        if len(items) >= _BUFFER:
-            space = self._space = anyio.Event()
-            await space.wait()
-
-    async def take(self) -> list[Any]:
-        """Every event waiting (at least one), or `[]` once the run has ended and none is left."""
-        while not self.items:
-            if self.closed:
-                return []
-            data = self._data = anyio.Event()
-            await data.wait()
-        items = self.items
-        self.items = []
-        space = self._space
-        if space is not None:
-            self._space = None
-            space.set()
-        return items
-
-    def close(self) -> None:
-        """The run has ended: the consumer takes what is left, then sees the end."""
-        self.closed = True
-        data = self._data
-        if data is not None:
-            self._data = None
-            data.set()
-
-
 class StreamedRunResult(Generic[OutputT]):
     """A run whose events are streamed: iterate it for every event, or use the helpers.
 
@@ -217,7 +162,7 @@ class StreamedRunResult(Generic[OutputT]):
     cancels it and drains its work.
     """
 
-    def __init__(self, run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
+    def __init__(self, run: Run, handoff: Handoff, errors: list[BaseException]) -> None:
         self._run = run
         self._handoff = handoff
         self._errors = errors
@@ -265,6 +210,8 @@ class StreamedRunResult(Generic[OutputT]):
         # The batches directly, not `async for event in self`: one generator less per event.
         async for held in self._batches():
             for event in held:
+                if type(event) is PartialOutputEvent:
+                    continue  # every other event of a text stream
                 if isinstance(event, PartDeltaEvent):
                     if not isinstance(event.delta, TextPartDelta):
                         continue
@@ -346,10 +293,10 @@ def _with_state(error: BaseException, run: Run) -> BaseException:
     return error
 
 
-async def drive_stream(run: Run, handoff: _Handoff, errors: list[BaseException]) -> None:
+async def drive_stream(run: Run, handoff: Handoff, errors: list[BaseException]) -> None:
     """The background task of a streamed run: the loop, handing each event to the consumer."""
     try:
-        await run.run_to_end(handoff.put)
+        await run.run_to_end(handoff)
     except Exception as exc:  # handed to the consumer instead of surfacing as an ExceptionGroup
         errors.append(exc)
     finally:
@@ -359,7 +306,7 @@ async def drive_stream(run: Run, handoff: _Handoff, errors: list[BaseException])
 @asynccontextmanager
 async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     """Drive `run` in a background task of its own; the body consumes its events in order."""
-    handoff = _Handoff()
+    handoff = Handoff()
     errors: list[BaseException] = []
     body_error: Exception | None = None
     async with anyio.create_task_group() as tg:

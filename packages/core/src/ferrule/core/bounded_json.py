@@ -492,7 +492,7 @@ class ProviderDecoder(Generic[T]):
     again for every document.
     """
 
-    __slots__ = ("_decoder", "limits", "what")
+    __slots__ = ("_decoder", "_small", "limits", "what")
 
     def __init__(self, type: type[T], limits: JsonLimits, what: str) -> None:
         self._decoder = _get_decoder(type, None, False)
@@ -500,11 +500,29 @@ class ProviderDecoder(Generic[T]):
         """The limits every document is checked against."""
         self.what = what
         """What a document is, for the error message (`"a Chat Completions stream chunk"`)."""
+        # A document of at most this many bytes is within every limit once msgspec has parsed it:
+        # each bound `_bounded` tests by size alone, and nesting (a well-formed document's depth is
+        # at most half its size), which `_bounded` would count brackets for.
+        self._small = min(
+            limits.max_bytes,
+            limits.max_number_chars,
+            2 * limits.max_items,
+            limits.max_string_bytes + 2,
+            2 * limits.max_depth,
+        )
 
     def decode(
         self, data: JsonInput, *, provider_name: str | None = None, model_name: str | None = None
     ) -> T:
         """Decode one document; any failure, limits included, raises `ResponseDecodeError`."""
+        if ((type(data) is str and data.isascii()) or type(data) is bytes) and len(data) <= self._small:
+            # Most stream events: no size check, encoding or bracket count before the decode. A
+            # document msgspec refuses takes the path below, which raises what the checks find
+            # first, as for any document.
+            try:
+                return self._decoder.decode(data)
+            except (msgspec.DecodeError, RecursionError):
+                pass
         try:
             limits = self.limits
             return _decode_bounded(self._decoder, _bounded(data, limits), limits)

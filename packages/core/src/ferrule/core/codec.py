@@ -664,16 +664,54 @@ class CodecModel(Model, Generic[_ProviderT]):
         return await self._send(call, codec, wire)
 
     async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        async for batch in self._decoded(call):
+            for event in batch:
+                yield event
+
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        # A subclass with a `_stream` of its own is streamed through it, event by event.
+        return self._decoded(call) if type(self)._stream is CodecModel[Any]._stream else None
+
+    async def _decoded(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]]:
+        """The stream's events, those each network read completes in one list (never empty).
+
+        A decoder that fails on an event still delivers what the events before it gave, first.
+        """
         call, codec, wire = await self._encoded(call, stream=True)
         path, options = self._options(call, wire, stream=True)
         decoder = codec.stream_decoder()
+        feed = decoder.feed
+        # Most clients read to the end: no call per event to ask whether to stop.
+        stop = None if type(self)._stream_done is CodecModel[Any]._stream_done else self._stream_done
+        from .provider import sse_batches  # loaded with every provider; not at this module's import
+
         async with self._provider.stream_sse("POST", path, content=wire.body, **options) as events:
-            async for event in events:
-                for out in decoder.feed(event):
+            batches = sse_batches(events)
+            while batch := await batches():
+                out: list[ModelStreamEvent] = []
+                failure: Exception | None = None
+                done = False
+                try:
+                    for event in batch:
+                        out += feed(event)
+                        if stop is not None and stop(decoder):
+                            done = True
+                            break
+                except Exception as exc:
+                    failure = exc
+                if out:
                     yield out
-                if self._stream_done(decoder):
+                if failure is not None:
+                    raise failure
+                if done:
                     break
-        for out in decoder.finish():
-            if isinstance(out, ResponseCompleted):
-                self._check_response(out.response)
+        out = []
+        for event in decoder.finish():
+            if isinstance(event, ResponseCompleted):
+                if out:
+                    yield out  # delivered before the answer is checked, as one by one
+                    out = []
+                self._check_response(event.response)
+            out.append(event)
+        if out:
             yield out

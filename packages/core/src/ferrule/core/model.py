@@ -195,11 +195,7 @@ class Model(abc.ABC):
         try:
             async for event in stream:
                 if completed:
-                    raise ResponseDecodeError(
-                        "model stream produced an event after its completed response",
-                        provider_name=self.provider_name,
-                        model_name=self.model_name,
-                    )
+                    raise self._broken("produced an event after its completed response")
                 if isinstance(event, ResponseCompleted):
                     completed = True
                 yield event
@@ -211,11 +207,56 @@ class Model(abc.ABC):
             if aclose is not None:
                 await aclose()
         if not completed:
-            raise ResponseDecodeError(
-                "model stream ended without a completed response",
-                provider_name=self.provider_name,
-                model_name=self.model_name,
-            )
+            raise self._broken("ended without a completed response")
+
+    def stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]]:
+        """[`stream`][ferrule.core.model.Model.stream] in non-empty lists of events: the same check
+        before any I/O, the same events in the same order and the same errors, for a layer that
+        hands every event on (an agent's streamed run). A model streamed event by event (no
+        `_stream_batches`) gives one event a list."""
+        self.check(call)
+        return self._checked_batches(call)
+
+    async def _checked_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]]:
+        """`_checked_stream` a list at a time; a list is cut where the contract breaks, so what
+        precedes the violation is delivered before its error, as event by event."""
+        completed = False
+        batches = self._stream_batches(call)
+        single = batches is None
+        source: AsyncIterator[Any] = self._stream(call) if batches is None else batches
+        try:
+            async for item in source:
+                batch: list[ModelStreamEvent] = [item] if single else item
+                if completed:
+                    raise self._broken("produced an event after its completed response")
+                for index, event in enumerate(batch):
+                    if isinstance(event, ResponseCompleted):
+                        completed = True
+                        if index + 1 < len(batch):
+                            yield batch[: index + 1]
+                            raise self._broken("produced an event after its completed response")
+                yield batch
+        except Exception as exc:
+            self._scrub(exc)
+            raise
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not completed:
+            raise self._broken("ended without a completed response")
+
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        """`_stream`'s events in non-empty lists (say, those of one network read), or `None` (the
+        default) to be streamed event by event: a client that decodes a read at a time gives them
+        whole, so that a layer above hands them on in a loop rather than a resume per event."""
+        del call
+        return None
+
+    def _broken(self, what: str) -> ResponseDecodeError:
+        return ResponseDecodeError(
+            f"model stream {what}", provider_name=self.provider_name, model_name=self.model_name
+        )
 
     async def request(self, call: ModelCall) -> ModelResponse:
         """Make one buffered request. Checks the call before any I/O."""

@@ -19,7 +19,7 @@ import logging
 import math
 import sys
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -817,16 +817,45 @@ class _SseIterator:
         while not self._pending:
             if self._ended:
                 raise StopAsyncIteration
-            chunk = await self._reader.next()
-            try:
-                if chunk is None:
-                    self._ended = True
-                    self._pending.extend(self._parser.close())
-                else:
-                    self._pending.extend(self._parser.feed(chunk))
-            except ResponseTooLargeError as exc:
-                raise _with_context(exc, self._reader.call) from None
+            self._pending.extend(await self._read())
         return self._pending.popleft()
+
+    async def batch(self) -> list[SseEvent]:
+        """The events not yet taken, or those the next reads complete: never empty but at the end."""
+        if self._pending:
+            events = list(self._pending)
+            self._pending.clear()
+            return events
+        while not self._ended:
+            events = await self._read()
+            if events:
+                return events
+        return []
+
+    async def _read(self) -> list[SseEvent]:
+        """The events one more read of the body completes (often none)."""
+        chunk = await self._reader.next()
+        try:
+            if chunk is None:
+                self._ended = True
+                return self._parser.close()
+            return self._parser.feed(chunk)
+        except ResponseTooLargeError as exc:
+            raise _with_context(exc, self._reader.call) from None
+
+
+def sse_batches(events: AsyncIterator[SseEvent]) -> Callable[[], Awaitable[list[SseEvent]]]:
+    """What gives `events` (from `stream_sse`) a list at a time: the events each network read
+    completes, never empty but at the end, which is `[]`. Any other iterator gives one at a time."""
+    if isinstance(events, _SseIterator):
+        return events.batch
+
+    async def one() -> list[SseEvent]:
+        async for event in events:
+            return [event]
+        return []
+
+    return one
 
 
 class _LineIterator:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import msgspec
@@ -290,7 +290,7 @@ async def request_with_retry(
             await attempts.after_failure(model, error)
 
 
-async def stream_with_retry(
+def stream_with_retry(
     model: Model,
     call: ModelCall,
     *,
@@ -307,6 +307,37 @@ async def stream_with_retry(
     call's `deadline` for the rest of the stream. Once an event was yielded, a failure propagates
     unchanged: the caller may already have shown that output.
     """
+    return _retried(model.stream, model, call, policy, budget, deadline, attempt_timeout, on_retry, rand)
+
+
+def stream_batches_with_retry(
+    model: Model,
+    call: ModelCall,
+    *,
+    policy: RetryPolicy | None = None,
+    budget: RetryBudget | None = None,
+    deadline: float | None = None,
+) -> AsyncGenerator[list[ModelStreamEvent]]:
+    """[`stream_with_retry`][ferrule.core.retry.stream_with_retry] over `model.stream_batches`: the
+    same events in non-empty lists, retried only before the first list escapes."""
+    return _retried(model.stream_batches, model, call, policy, budget, deadline, None, None, None)
+
+
+_ItemT = TypeVar("_ItemT")
+
+
+async def _retried(
+    open_stream: Callable[[ModelCall], AsyncIterator[_ItemT]],
+    model: Model,
+    call: ModelCall,
+    policy: RetryPolicy | None,
+    budget: RetryBudget | None,
+    deadline: float | None,
+    attempt_timeout: float | None,
+    on_retry: Callable[[RetryEvent], None] | None,
+    rand: Callable[[], float] | None,
+) -> AsyncGenerator[_ItemT]:
+    """The items of `open_stream(call)`, opened again after a failure before its first item."""
     policy = policy or NO_RETRY
     if deadline is None:
         deadline = call.deadline
@@ -314,8 +345,8 @@ async def stream_with_retry(
     attempts = _Attempts(policy, budget, deadline, timeout, on_retry, rand)
     while True:
         attempt_deadline, own_timeout = attempts.attempt_deadline()
-        stream = model.stream(_with_deadline(call, attempt_deadline))
-        first: ModelStreamEvent | None = None
+        stream = open_stream(_with_deadline(call, attempt_deadline))
+        first: _ItemT | None = None
         try:
             if attempt_deadline is None:
                 first = await stream.__anext__()
@@ -332,15 +363,16 @@ async def stream_with_retry(
             await _aclose(stream)
             raise
         break
+
     try:
         yield first
-        async for event in stream:
-            yield event
+        async for item in stream:
+            yield item
     finally:
         await _aclose(stream)
 
 
-async def _aclose(stream: AsyncIterator[ModelStreamEvent]) -> None:
+async def _aclose(stream: AsyncIterator[object]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         with anyio.CancelScope(shield=True):

@@ -49,6 +49,7 @@ class SseParser:
         "_last_id",
         "_max_event",
         "_max_line",
+        "_named",
         "_partial",
         "_skip_lf",
         "_started",
@@ -69,6 +70,8 @@ class SseParser:
         self._data_size = 0
         self._event: bytes | None = None
         self._last_id: str | None = None
+        # The `event: name\ndata: ` that began the last named one-line event, and its name.
+        self._named: tuple[str, str] | None = None
         self.retry: int | None = None
         """The reconnection time in milliseconds from the last valid `retry:` field, if any."""
 
@@ -133,36 +136,53 @@ class SseParser:
     def _feed_blocks(self, chunk: bytes) -> list[SseEvent]:
         """`feed` for a chunk that starts at an event boundary and has only LF line breaks.
 
-        Splits it on blank lines once, in C; an event that is one `data:` line, or an `event:` line
-        and one `data:` line (nearly every event of a model stream), is dispatched without walking
-        its lines. Anything else goes through
-        the line parser, which also enforces the limits on anything that could exceed them.
+        Decodes the chunk once and splits it on blank lines once, in C; an event that is one
+        `data:` line, or an `event:` line and one `data:` line (nearly every event of a model
+        stream), is dispatched without walking its lines. Anything else goes through the line
+        parser, which also enforces the limits on anything that could exceed them.
         """
         events: list[SseEvent] = []
-        blocks = chunk.split(b"\n\n")
-        rest = blocks.pop()  # after the last blank line: the start of an unfinished event, if any
         small = min(self._max_line, self._max_event)
-        for block in blocks:
+        raws: list[bytes] | None = None
+        if chunk.isascii():
+            blocks = chunk.decode("ascii").split("\n\n")
+            # After the last blank line: the start of an unfinished event, if any.
+            rest = chunk[len(chunk) - len(blocks.pop()) :]
+        else:
+            # Each block decoded alone (as its lines would be); a character is at most 4 bytes.
+            raws = chunk.split(b"\n\n")
+            rest = raws.pop()
+            blocks = [raw.decode("utf-8", "replace") for raw in raws]
+            small //= 4
+        for index, block in enumerate(blocks):
             if len(block) <= small:
-                if block[:5] == b"data:" and b"\n" not in block:
-                    value = block[6:] if block[5:6] == b" " else block[5:]
-                    events.append(SseEvent(data=value.decode("utf-8", "replace"), id=self._last_id))
-                    continue
-                if block[:6] == b"event:":
-                    # `event:` then one `data:` line (every event of a Responses or Messages stream).
-                    lf = block.find(b"\n")
-                    if block[lf + 1 : lf + 6] == b"data:" and block.find(b"\n", lf + 1) < 0:
-                        name = block[7:lf] if block[6:7] == b" " else block[6:lf]
-                        start = lf + 7 if block[lf + 6 : lf + 7] == b" " else lf + 6
-                        events.append(
-                            SseEvent(
-                                event=name.decode("utf-8", "replace") if name else "message",
-                                data=block[start:].decode("utf-8", "replace"),
-                                id=self._last_id,
-                            )
-                        )
+                if block.startswith("data:"):
+                    if "\n" not in block:
+                        value = block[6:] if block.startswith(" ", 5) else block[5:]
+                        events.append(SseEvent(data=value, id=self._last_id))
                         continue
-            for line in block.split(b"\n"):
+                elif block.startswith("event:"):
+                    # `event:` then one `data:` line (every event of a Responses or Messages stream).
+                    named = self._named
+                    if (
+                        named is not None
+                        and block.startswith(named[0])
+                        and block.find("\n", len(named[0])) < 0
+                    ):
+                        # The same `event: ...\ndata: ` as the last such event: most of a stream.
+                        events.append(SseEvent(event=named[1], data=block[len(named[0]) :], id=self._last_id))
+                        continue
+                    lf = block.find("\n")
+                    if block.startswith("data:", lf + 1) and block.find("\n", lf + 1) < 0:
+                        name = (block[7:lf] if block.startswith(" ", 6) else block[6:lf]) or "message"
+                        if block.startswith(" ", lf + 6):
+                            start = lf + 7
+                            self._named = (block[:start], name)
+                        else:
+                            start = lf + 6
+                        events.append(SseEvent(event=name, data=block[start:], id=self._last_id))
+                        continue
+            for line in (block.encode() if raws is None else raws[index]).split(b"\n"):
                 self._line(line, events)
             self._line(b"", events)
         if rest:

@@ -256,6 +256,12 @@ class OpenAIChatModel(_OpenAIModelBase):
         # The emulated stream closes `events` when it is closed.
         return events if emulation is None else emulation.emulated_tool_stream(events, call)
 
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        # Emulated tools rewrite the stream (`_stream`), as does a subclass's own `_stream`.
+        if type(self)._stream is not OpenAIChatModel._stream or self._emulation(call) is not None:
+            return None
+        return self._decoded(call)
+
 
 def _emulation() -> Any:
     """The tool-emulation transform (a separate module, loaded only for models that need it)."""

@@ -986,18 +986,20 @@ class ChatStreamDecoder:
                 provider_name=self.provider_name,
                 model_name=self.model_name,
             )
-        stripped = data.strip()
-        if not stripped:
-            return []
-        if stripped == "[DONE]":
-            self._done = True
-            return []
-        if self._done:
-            raise ResponseDecodeError(
-                "the stream sent data after [DONE]",
-                provider_name=self.provider_name,
-                model_name=self.model_name,
-            )
+        if self._done or not data.startswith("{"):
+            # Not a chunk object as sent: blank, `[DONE]`, padded, or after `[DONE]`.
+            stripped = data.strip()
+            if not stripped:
+                return []
+            if stripped == "[DONE]":
+                self._done = True
+                return []
+            if self._done:
+                raise ResponseDecodeError(
+                    "the stream sent data after [DONE]",
+                    provider_name=self.provider_name,
+                    model_name=self.model_name,
+                )
         chunk = _CHUNK.decode(data, provider_name=self.provider_name, model_name=self.model_name)
         try:
             return self._chunk(chunk, data)
@@ -1039,16 +1041,21 @@ class ChatStreamDecoder:
         choices = chunk.choices
         if not choices:
             return []
+        if len(choices) == 1:
+            return self._choice(choices[0])  # nearly every chunk: no list to gather events in
         events: list[ModelStreamEvent] = []
         for choice in choices:
-            if choice.index != 0 and isinstance(choice.index, int):
-                continue  # only the first choice is decoded, as for buffered responses
-            delta = choice.delta or choice.message
-            if delta is not None:
-                events.extend(self._delta(delta))
-            finish = choice.finish_reason
-            if finish is not None and isinstance(finish, str):
-                self._raw_finish = finish
+            events.extend(self._choice(choice))
+        return events
+
+    def _choice(self, choice: _Choice) -> list[ModelStreamEvent]:
+        if choice.index != 0 and isinstance(choice.index, int):
+            return []  # only the first choice is decoded, as for buffered responses
+        delta = choice.delta or choice.message
+        events = self._delta(delta) if delta is not None else []
+        finish = choice.finish_reason
+        if finish is not None and isinstance(finish, str):
+            self._raw_finish = finish
         return events
 
     def _delta(self, delta: _Message) -> list[ModelStreamEvent]:

@@ -957,6 +957,7 @@ class ResponsesStreamDecoder:
         self._items = _Items(provider_name, model_name)
         self._final: _Response | None = None
         self._index: dict[Any, int] = {}
+        self._text_key: tuple[str, str, int] = ("text", "", 0)  # the last text delta's, with an item ID
         self._streamed_args: set[str] = set()
         self._summary_index: dict[str, int] = {}
         self._text_extras: dict[int, tuple[Any, TextPart]] = {}
@@ -1004,10 +1005,26 @@ class ResponsesStreamDecoder:
     def _item_key(event: _Event) -> str:
         return as_str(event.item_id) or f"#{event.output_index}"
 
+    def _text_delta(self, event: _Event) -> list[ModelStreamEvent]:
+        delta = event.delta
+        if not delta or not isinstance(delta, str):
+            return []
+        item_id = event.item_id if isinstance(event.item_id, str) else None
+        index = event.content_index if isinstance(event.content_index, int) else 0
+        key = self._text_key
+        if not item_id or key[1] != item_id or key[2] != index:
+            key = ("text", self._item_key(event), index)
+            if item_id:
+                self._text_key = key  # the key of this item's next deltas, built once
+        provider = self.provider_name if item_id else None
+        return self._track(key, self._builder.text(delta, key=key, id=item_id, provider_name=provider))
+
     def _event(self, event: _Event) -> list[ModelStreamEvent]:
         kind = event.type
         if not isinstance(kind, str):
             return []
+        if kind == "response.output_text.delta":  # most events of a stream: tested first
+            return self._text_delta(event)
         builder = self._builder
         if kind == "error":
             info = as_dict(event.error) or {"code": event.code, "message": event.message}
@@ -1019,18 +1036,6 @@ class ResponsesStreamDecoder:
             )
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return self._terminal(kind, event)
-        if kind == "response.output_text.delta":
-            delta = as_str(event.delta)
-            if not delta:
-                return []
-            item_id = as_str(event.item_id)
-            key = (
-                "text",
-                self._item_key(event),
-                event.content_index if isinstance(event.content_index, int) else 0,
-            )
-            provider = self.provider_name if item_id else None
-            return self._track(key, builder.text(delta, key=key, id=item_id, provider_name=provider))
         if kind == "response.output_text.annotation.added":
             annotation = as_dict(event.annotation)
             if annotation:
