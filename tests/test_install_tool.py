@@ -61,7 +61,8 @@ def test_meta_distribution_with_extras_brings_its_siblings_from_their_folders() 
 
 def test_all_follows_the_extras_of_the_extras() -> None:
     # ferrule[all] asks for ferrule-cli[local,evals], whose [local] asks for ferrule-llamacpp[server]
-    # and whose base asks for ferrule-agent[yaml]: each sibling comes once, with every extra wanted of it.
+    # and whose base asks for ferrule-agent[yaml] (which asks for ferrule-core[yaml]): each sibling
+    # comes once, with every extra wanted of it.
     found = installed("ferrule[all]")
     assert set(found) == {
         "ferrule[all]",
@@ -70,7 +71,7 @@ def test_all_follows_the_extras_of_the_extras() -> None:
         "ferrule-cli[evals,local]",
         "ferrule-dbos",
         "ferrule-temporal",
-        "ferrule-core",
+        "ferrule-core[yaml]",
         "ferrule-evals",
         "ferrule-google",
         "ferrule-graph",
