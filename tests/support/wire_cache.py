@@ -41,8 +41,8 @@ class Marking(WireCache):
 
     __slots__ = ()
 
-    def encode(self, messages: Any, view: Any, encode: Any, /) -> bytes:
-        return super().encode(messages, view, encode).replace(b"step", b"STEP")
+    def encode(self, messages: Any, view: Any, encode: Any, /, *, start: int = 0) -> bytes:
+        return super().encode(messages, view, encode, start=start).replace(b"step", b"STEP")
 
 
 def replayed(
