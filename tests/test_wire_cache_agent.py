@@ -22,6 +22,7 @@ from ferrule.core.model import ModelCall
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
 from tests.support.chat_server import ChatServer, StartChatServer, Turn, chat_server
+from tests.support.wire_cache import elide_tool_returns
 
 __all__ = ["chat_server"]
 
@@ -79,22 +80,6 @@ async def test_history_processors_that_replace_and_edit_messages(chat_server: St
     checked = model(chat_server(TURNS[:3]))
     seen: list[int] = []
 
-    def shorten_tool_results(messages: list[Message]) -> list[Message]:
-        # A new message for every request with tool results: the canonical history keeps the originals.
-        out: list[Message] = []
-        for m in messages:
-            if isinstance(m, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in m.parts):
-                parts = [
-                    ToolReturnPart(tool_name=p.tool_name, content="(elided)", tool_call_id=p.tool_call_id)
-                    if isinstance(p, ToolReturnPart)
-                    else p
-                    for p in m.parts
-                ]
-                out.append(ModelRequest(parts=parts))
-            else:
-                out.append(m)
-        return out
-
     def edit_in_place(messages: list[Message]) -> list[Message]:
         # Edits held messages in place: the prompt, and from step 2 the first answer (which the
         # cache holds from the step before, so only the fingerprint can tell it changed).
@@ -114,7 +99,7 @@ async def test_history_processors_that_replace_and_edit_messages(chat_server: St
                 answer.parts.insert(0, TextPart(content=f"note {len(seen)}"))
         return messages
 
-    agent = Agent(checked, tools=[add], history_processors=[shorten_tool_results, edit_in_place])
+    agent = Agent(checked, tools=[add], history_processors=[elide_tool_returns, edit_in_place])
     result = await agent.run("add twice")
     assert result.output == "The sums are 3 and 7."
     assert len(checked.sent) == 3
