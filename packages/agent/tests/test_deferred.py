@@ -113,6 +113,11 @@ async def paused_run(world: World) -> Paused:
     return outcome
 
 
+def called(tool_name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """A tool-call part as `recorded` writes it."""
+    return {"part_kind": "tool-call", "tool_name": tool_name, "args": args, "tool_call_id": call_id}
+
+
 def returned(tool_name: str, content: str, call_id: str) -> dict[str, Any]:
     """A successful tool-return part as `recorded` writes it."""
     return {"part_kind": "tool-return", "tool_name": tool_name, "content": content, "tool_call_id": call_id}
@@ -125,30 +130,10 @@ PAUSED_HISTORY: list[Any] = [
     {
         "kind": "response",
         "parts": [
-            {
-                "part_kind": "tool-call",
-                "tool_name": "lookup",
-                "args": {"q": "balance"},
-                "tool_call_id": "read",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "transfer",
-                "args": {"amount": 500},
-                "tool_call_id": "big",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "transfer",
-                "args": {"amount": 5},
-                "tool_call_id": "small",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "ship",
-                "args": {"address": "x"},
-                "tool_call_id": "ext",
-            },
+            called("lookup", {"q": "balance"}, "read"),
+            called("transfer", {"amount": 500}, "big"),
+            called("transfer", {"amount": 5}, "small"),
+            called("ship", {"address": "x"}, "ext"),
         ],
         "usage": {"input_tokens": 51, "output_tokens": 12},
         "model_name": "function:respond",
