@@ -4,12 +4,9 @@ history, and with history processors that replace a message and that edit one in
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ferrule.agent import Agent
-from ferrule.core.codec import Codec, WireRequest
 from ferrule.core.messages import (
     Message,
     ModelRequest,
@@ -18,10 +15,10 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ferrule.core.model import ModelCall
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from ferrule.providers.openai import OpenAIProvider
 from tests.support.chat_server import ChatServer, StartChatServer, Turn, chat_server
+from tests.support.checked_openai import CheckedChatModel
 from tests.support.wire_cache import elide_tool_returns
 
 __all__ = ["chat_server"]
@@ -37,25 +34,11 @@ TURNS = [
 ]
 
 
-class CheckedModel(OpenAIChatModel):
-    """Checks each body it sends against the uncached encoding of the same call."""
-
-    sent: list[bytes]
-
-    async def _send(self, call: ModelCall, codec: Codec, wire: WireRequest) -> Any:
-        plain = self.codec()
-        plain.wire_cache = None
-        assert wire.body == plain.encode(call).body
-        self.sent.append(wire.body)
-        return await super()._send(call, codec, wire)
-
-
-def model(server: ChatServer) -> CheckedModel:
+def model(server: ChatServer) -> CheckedChatModel:
     provider = OpenAIProvider(
         api_key="sk-test-key", base_url=server.base_url, url_policy=UrlPolicy.local(server.origin)
     )
-    checked = CheckedModel("gpt-4o", provider=provider)
-    checked.sent = []
+    checked = CheckedChatModel("gpt-4o", provider=provider)
     return checked
 
 

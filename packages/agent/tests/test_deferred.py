@@ -11,6 +11,7 @@ from inline_snapshot import snapshot
 
 from ferrule.agent import (
     Agent,
+    AgentRunResult,
     Approved,
     Denied,
     ExternalResult,
@@ -113,6 +114,20 @@ async def paused_run(world: World) -> Paused:
     return outcome
 
 
+async def resumed(decisions: dict[str, Any]) -> tuple[World, AgentRunResult[str]]:
+    """A paused run resumed by the same agent definition with `decisions`, which finish it; its world."""
+    world = World()
+    paused = await paused_run(world)
+    result = await build_agent(world).resume(paused, decisions, deps=world)
+    assert not isinstance(result, Paused)
+    return world, result
+
+
+def called(tool_name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """A tool-call part as `recorded` writes it."""
+    return {"part_kind": "tool-call", "tool_name": tool_name, "args": args, "tool_call_id": call_id}
+
+
 def returned(tool_name: str, content: str, call_id: str) -> dict[str, Any]:
     """A successful tool-return part as `recorded` writes it."""
     return {"part_kind": "tool-return", "tool_name": tool_name, "content": content, "tool_call_id": call_id}
@@ -125,30 +140,10 @@ PAUSED_HISTORY: list[Any] = [
     {
         "kind": "response",
         "parts": [
-            {
-                "part_kind": "tool-call",
-                "tool_name": "lookup",
-                "args": {"q": "balance"},
-                "tool_call_id": "read",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "transfer",
-                "args": {"amount": 500},
-                "tool_call_id": "big",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "transfer",
-                "args": {"amount": 5},
-                "tool_call_id": "small",
-            },
-            {
-                "part_kind": "tool-call",
-                "tool_name": "ship",
-                "args": {"address": "x"},
-                "tool_call_id": "ext",
-            },
+            called("lookup", {"q": "balance"}, "read"),
+            called("transfer", {"amount": 500}, "big"),
+            called("transfer", {"amount": 5}, "small"),
+            called("ship", {"address": "x"}, "ext"),
         ],
         "usage": {"input_tokens": 51, "output_tokens": 12},
         "model_name": "function:respond",
@@ -156,6 +151,13 @@ PAUSED_HISTORY: list[Any] = [
         "run_id": "run-1",
     },
 ]
+
+
+def after_the_pause(messages: Sequence[Message]) -> list[Any]:
+    """`messages` as `recorded` writes them, after `PAUSED_HISTORY`, which they must start with."""
+    written = recorded(messages)
+    assert written[:2] == PAUSED_HISTORY
+    return written[2:]
 
 
 async def test_pause_happens_before_any_call_of_the_response_runs() -> None:
@@ -201,9 +203,7 @@ async def test_resume_in_a_fresh_agent_from_json() -> None:
     assert result.usage.requests == 2
     assert result.usage.tool_calls == 3
     # new_messages() covers the whole logical run, from the original prompt.
-    messages = recorded(result.new_messages())
-    assert messages[:2] == PAUSED_HISTORY
-    assert messages[2:] == snapshot(
+    assert after_the_pause(result.new_messages()) == snapshot(
         [
             {
                 "kind": "request",
@@ -238,16 +238,9 @@ async def test_resume_in_a_fresh_agent_from_json() -> None:
 
 
 async def test_denial_becomes_an_error_result() -> None:
-    world = World()
-    paused = await paused_run(world)
-    result = await build_agent(world).resume(
-        paused, {"big": Denied(message="too much money"), "ext": Denied()}, deps=world
-    )
-    assert not isinstance(result, Paused)
+    world, result = await resumed({"big": Denied(message="too much money"), "ext": Denied()})
     assert sorted(world.executed) == ["lookup:balance", "transfer:5"]
-    messages = recorded(result.all_messages())
-    assert messages[:2] == PAUSED_HISTORY
-    assert messages[2:] == snapshot(
+    assert after_the_pause(result.all_messages()) == snapshot(
         [
             {
                 "kind": "request",
@@ -289,14 +282,9 @@ async def test_denial_becomes_an_error_result() -> None:
 
 
 async def test_approval_with_override_args_is_validated() -> None:
-    world = World()
-    paused = await paused_run(world)
-    result = await build_agent(world).resume(
-        paused,
-        {"big": Approved(override_args={"amount": 100}), "ext": ExternalResult(value="ok")},
-        deps=world,
+    world, _ = await resumed(
+        {"big": Approved(override_args={"amount": 100}), "ext": ExternalResult(value="ok")}
     )
-    assert not isinstance(result, Paused)
     assert "transfer:100" in world.executed
     world = World()
     paused = await paused_run(world)
@@ -308,16 +296,9 @@ async def test_approval_with_override_args_is_validated() -> None:
 
 
 async def test_external_error_result() -> None:
-    world = World()
-    paused = await paused_run(world)
-    result = await build_agent(world).resume(
-        paused, {"big": Approved(), "ext": ExternalResult(value="warehouse down", error=True)}, deps=world
-    )
-    assert not isinstance(result, Paused)
+    _, result = await resumed({"big": Approved(), "ext": ExternalResult(value="warehouse down", error=True)})
     assert "('ext', 'failed', 'warehouse down')" in result.output
-    messages = recorded(result.all_messages())
-    assert messages[:2] == PAUSED_HISTORY
-    assert messages[2:] == snapshot(
+    assert after_the_pause(result.all_messages()) == snapshot(
         [
             {
                 "kind": "request",

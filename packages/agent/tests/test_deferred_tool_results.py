@@ -90,6 +90,14 @@ def ended(agent: Agent[None, str | DeferredToolRequests]) -> tuple[DeferredToolR
     return result.output, result.all_messages()
 
 
+def ended_run() -> tuple[World, Agent[None, str | DeferredToolRequests], list[Message]]:
+    """A fresh world, its agent, and the history of the agent's run that ended on the pause."""
+    world = World()
+    agent = build(world)
+    _, messages = ended(agent)
+    return world, agent, messages
+
+
 def all_decided() -> DeferredToolResults:
     return DeferredToolResults(
         approvals={"big": ToolDenied("too much"), "small": True}, calls={"ext": {"tracking": "T1"}}
@@ -109,9 +117,7 @@ def test_a_pause_ends_the_run_with_the_requests_split_by_kind() -> None:
 
 
 def test_the_continuation_runs_approved_calls_once_and_answers_the_others() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     result = agent.run_sync(message_history=messages, deferred_tool_results=all_decided())
     assert world.executed == ["transfer:7"]
     assert result.output == repr(
@@ -128,9 +134,7 @@ def test_the_continuation_runs_approved_calls_once_and_answers_the_others() -> N
 
 
 def test_every_pending_call_needs_exactly_one_decision() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     partial = DeferredToolResults(approvals={"big": True})
     with pytest.raises(DecisionError, match=r"missing decisions for 'small' \(transfer\), 'ext' \(ship\)"):
         agent.run_sync(message_history=messages, deferred_tool_results=partial)
@@ -149,9 +153,7 @@ def test_every_pending_call_needs_exactly_one_decision() -> None:
 
 
 def test_decisions_are_validated_against_each_calls_kind() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     wrong_value = all_decided()
     wrong_value.approvals["small"] = "yes"  # pyright: ignore[reportArgumentType]
     with pytest.raises(DecisionError, match="approval of call 'small' must be True, False, ToolApproved or"):
@@ -170,9 +172,7 @@ def test_decisions_are_validated_against_each_calls_kind() -> None:
 
 
 def test_override_args_and_a_model_retry_result() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     results = DeferredToolResults(
         approvals={"big": ToolApproved(override_args={"amount": 50}), "small": False},
         calls={"ext": ModelRetry("the warehouse is closed")},
@@ -189,9 +189,7 @@ def test_override_args_and_a_model_retry_result() -> None:
 
 
 def test_a_pause_continues_once() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     agent.run_sync(message_history=messages, deferred_tool_results=all_decided())
     with pytest.raises(CheckpointConsumedError, match="was already resumed"):
         agent.run_sync(message_history=messages, deferred_tool_results=all_decided())
@@ -199,9 +197,7 @@ def test_a_pause_continues_once() -> None:
 
 
 def test_a_tampered_history_is_refused_before_anything_runs() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     last = messages[-1]
     assert isinstance(last, ModelResponse)
     # The approver saw 7; the history now asks for 7000 under the same call ID.
@@ -251,9 +247,7 @@ def test_a_history_round_tripped_through_json_continues() -> None:
 
 
 def test_a_prompt_given_with_the_results_follows_them() -> None:
-    world = World()
-    agent = build(world)
-    _, messages = ended(agent)
+    world, agent, messages = ended_run()
     result = agent.run_sync("and report", message_history=messages, deferred_tool_results=all_decided())
     new = result.new_messages()
     assert isinstance(new[0], ModelRequest)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.codec import Codec, WireRequest
 from ferrule.core.errors import UnsupportedFeatureError
 from ferrule.core.messages import (
     AudioUrl,
@@ -28,6 +27,7 @@ from ferrule.core.messages import (
 from ferrule.core.model import ModelCall
 from ferrule.core.profile import ModelProfile
 from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+from tests.support.checked_openai import CheckedChatModel
 from tests.support.http_server import Conn, LocalServer, Request, Serve
 
 pytestmark = pytest.mark.anyio
@@ -65,19 +65,6 @@ def handler(conn: Conn, request: Request) -> None:
         conn.respond(200, json.dumps(COMPLETION).encode(), {"content-type": "application/json"})
 
 
-class Checked(OpenAIChatModel):
-    """Checks each body it sends against the uncached encoding of the same call."""
-
-    sent: list[bytes]
-
-    async def _send(self, call: ModelCall, codec: Codec, wire: WireRequest) -> Any:
-        plain = self.codec()
-        plain.wire_cache = None
-        assert wire.body == plain.encode(call).body
-        self.sent.append(wire.body)
-        return await super()._send(call, codec, wire)
-
-
 def provider(server: LocalServer) -> OpenAIProvider:
     return OpenAIProvider(api_key="sk-test-key", base_url=server.base_url, url_policy=server.policy)
 
@@ -102,8 +89,9 @@ async def send(model: OpenAIChatModel | OpenAIResponsesModel, call: ModelCall, s
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_message_edited_in_place_to_carry_audio_is_downloaded(serve: Serve, stream: bool) -> None:
     server = serve(handler)
-    model = Checked("gpt-4o-audio-preview", provider=provider(server), download_url_policy=server.policy)
-    model.sent = []
+    model = CheckedChatModel(
+        "gpt-4o-audio-preview", provider=provider(server), download_url_policy=server.policy
+    )
     history = text_history(40)
     for _ in range(2):  # the second request finds every message proved and checked
         await send(model, ModelCall(messages=history), stream)
@@ -168,8 +156,7 @@ async def test_content_added_in_place_is_refused_with_the_uncached_error(serve: 
 
 async def test_every_body_is_the_uncached_body_across_edits_and_system_prompts(serve: Serve) -> None:
     server = serve(handler)
-    model = Checked("gpt-4o", provider=provider(server))
-    model.sent = []
+    model = CheckedChatModel("gpt-4o", provider=provider(server))
     history: list[Message] = [
         ModelRequest(parts=[SystemPromptPart(content="Be terse."), UserPromptPart("hi")])
     ]
@@ -225,8 +212,7 @@ async def test_a_history_that_cannot_be_proved_is_checked_and_encoded_in_full(se
         pass
 
     server = serve(handler)
-    model = Checked("gpt-4o", provider=provider(server), profile=ModelProfile())
-    model.sent = []
+    model = CheckedChatModel("gpt-4o", provider=provider(server), profile=ModelProfile())
     history = text_history(6)
     history[2] = ModelRequest(parts=[UserPromptPart(content="opaque")], metadata={"x": Opaque()})
     for _ in range(2):
