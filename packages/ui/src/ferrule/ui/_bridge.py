@@ -247,8 +247,8 @@ class UIBridge:
         """The UI events one agent stream event causes (often none)."""
         out: list[UIEvent] = []
         match event:  # the per-delta events first
-            case PartDeltaEvent(index=index, delta=delta):
-                self._part_delta(index, delta, out)
+            case PartDeltaEvent():
+                self._part_delta(event.index, event.delta, out)
             case PartialOutputEvent() | EnqueuedMessagesEvent():
                 pass  # text is already streamed as deltas; queued messages are the server's own
             case PartStartEvent(index=index, part=part):
@@ -389,12 +389,12 @@ class UIBridge:
 
     def _part_delta(self, index: int, delta: Any, out: list[UIEvent]) -> None:
         match delta:
-            case TextPartDelta(content_delta=text):
-                if text:
-                    self._block_delta(index, "text", text, out)
-            case ThinkingPartDelta(content_delta=text):
-                if text:
-                    self._block_delta(index, "reasoning", text, out)
+            case TextPartDelta():
+                if delta.content_delta:
+                    self._block_delta(index, "text", delta.content_delta, out)
+            case ThinkingPartDelta():
+                if delta.content_delta:
+                    self._block_delta(index, "reasoning", delta.content_delta, out)
             case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
                 call = self._calls.get(index)
                 if call is None:

@@ -134,15 +134,15 @@ _TOOL_CALL_ARGS: Final = (b'{"type":"TOOL_CALL_ARGS","toolCallId":', b',"delta":
 def _delta_json(event: ui.UIEvent) -> bytes | None:
     """The one AG-UI event of a delta, written without building it (a stream is mostly deltas)."""
     match event:
-        case ui.TextDelta(part_id=key, delta=delta):
-            head = _TEXT_CONTENT
-        case ui.ReasoningDelta(part_id=key, delta=delta):
-            head = _REASONING_CONTENT
-        case ui.ToolCallArgs(tool_call_id=key, delta=delta):
-            head = _TOOL_CALL_ARGS
+        case ui.TextDelta():
+            head, key, delta = _TEXT_CONTENT, event.part_id, event.delta
+        case ui.ReasoningDelta():
+            head, key, delta = _REASONING_CONTENT, event.part_id, event.delta
+        case ui.ToolCallArgs():
+            head, key, delta = _TOOL_CALL_ARGS, event.tool_call_id, event.delta
         case _:
             return None
-    return head[0] + _encoder.encode(key) + head[1] + _encoder.encode(delta) + b"}"
+    return b"".join((head[0], _encoder.encode(key), head[1], _encoder.encode(delta), b"}"))
 
 
 def _tool_result(tool_call_id: str, content: str) -> dict[str, Any]:

@@ -108,17 +108,17 @@ def encode(event: ui.UIEvent) -> bytes:
     """The SSE records (`data: {...}\\n\\n`) for one UI event; the terminal events (`RunFinished`,
     `RunError`) end with the `data: [DONE]` record."""
     match event:  # a stream is mostly deltas: their records are written without building a chunk
-        case ui.TextDelta(part_id=key, delta=delta):
-            head = _TEXT_DELTA
-        case ui.ReasoningDelta(part_id=key, delta=delta):
-            head = _REASONING_DELTA
-        case ui.ToolCallArgs(tool_call_id=key, delta=delta):
-            head = _TOOL_INPUT_DELTA
+        case ui.TextDelta():
+            head, key, delta = _TEXT_DELTA, event.part_id, event.delta
+        case ui.ReasoningDelta():
+            head, key, delta = _REASONING_DELTA, event.part_id, event.delta
+        case ui.ToolCallArgs():
+            head, key, delta = _TOOL_INPUT_DELTA, event.tool_call_id, event.delta
         case ui.RunFinished() | ui.RunError():
             return _records(chunks(event)) + DONE
         case _:
             return _records(chunks(event))
-    return head[0] + _encoder.encode(key) + head[1] + _encoder.encode(delta) + b"}\n\n"
+    return b"".join((head[0], _encoder.encode(key), head[1], _encoder.encode(delta), b"}\n\n"))
 
 
 # The records of the delta chunks around their two strings: the bytes `chunks` and the encoder give
