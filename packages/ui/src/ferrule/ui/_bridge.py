@@ -388,28 +388,40 @@ class UIBridge:
         # Provider-native tool calls, files and other parts have no neutral UI event yet.
 
     def _part_delta(self, index: int, delta: Any, out: list[UIEvent]) -> None:
+        kind: _Block
         match delta:
             case TextPartDelta():
-                if delta.content_delta:
-                    self._block_delta(index, "text", delta.content_delta, out)
+                kind, text = "text", delta.content_delta
             case ThinkingPartDelta():
-                if delta.content_delta:
-                    self._block_delta(index, "reasoning", delta.content_delta, out)
-            case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
-                call = self._calls.get(index)
-                if call is None:
-                    return
-                if not call[2]:
-                    if call_id and not call[0]:
-                        call[0] = call_id
-                        self._open[index] = ("tool", call_id)
-                    if name and not call[3]:
-                        call[1] = call[1] + name
-                if isinstance(args, str) and args:
-                    self._announce_streamed(index, out)
-                    out.append(ToolCallArgs(call[0], args))
+                kind, text = "reasoning", delta.content_delta
+            case ToolCallPartDelta():
+                self._tool_call_delta(index, delta, out)
+                return
             case _:
                 assert_never(delta)
+        if not text:
+            return
+        current = self._open.get(index)
+        if current is not None and current[0] == kind:
+            out.append(_BLOCKS[kind][1](current[1], text))
+        else:
+            self._end_blocks(index, out)
+            self._open_block(index, kind, text, out)
+
+    def _tool_call_delta(self, index: int, delta: ToolCallPartDelta, out: list[UIEvent]) -> None:
+        call = self._calls.get(index)
+        if call is None:
+            return
+        if not call[2]:
+            if delta.tool_call_id and not call[0]:
+                call[0] = delta.tool_call_id
+                self._open[index] = ("tool", delta.tool_call_id)
+            if delta.tool_name_delta and not call[3]:
+                call[1] = call[1] + delta.tool_name_delta
+        args = delta.args_delta
+        if isinstance(args, str) and args:
+            self._announce_streamed(index, out)
+            out.append(ToolCallArgs(call[0], args))
 
     def _end_blocks(self, index: int, out: list[UIEvent]) -> None:
         # A new part ends the text and reasoning before it (clients render one block at a time); a
@@ -426,14 +438,6 @@ class UIBridge:
         out.append(start(part_id))
         if text:
             out.append(delta(part_id, text))
-
-    def _block_delta(self, index: int, kind: _Block, text: str, out: list[UIEvent]) -> None:
-        current = self._open.get(index)
-        if current is not None and current[0] == kind:
-            out.append(_BLOCKS[kind][1](current[1], text))
-        else:
-            self._end_blocks(index, out)
-            self._open_block(index, kind, text, out)
 
     def _announce_streamed(self, index: int, out: list[UIEvent]) -> None:
         self._announce_call(self._calls[index], out)
