@@ -202,6 +202,32 @@ def test_vercel_records_headers_and_done() -> None:
     ]
 
 
+# Text that JSON must escape, or that is not ASCII, in every string a delta record carries.
+AWKWARD_TEXT = ['say "hi"\\', "line\nbreak\t\r", "\x00\x1f\x7f", "é 漢字 😀", "\u2028</script>", ""]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        *EVENTS,
+        *(TextDelta("r1-2", text) for text in AWKWARD_TEXT),
+        *(ReasoningDelta("r1-1", text) for text in AWKWARD_TEXT),
+        *(ToolCallArgs("c1", text) for text in AWKWARD_TEXT),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_records_are_the_encoded_chunks(event: UIEvent) -> None:
+    # The encoders write the delta records around their strings without building the objects.
+    done = b"data: [DONE]\n\n" if isinstance(event, RunFinished | RunError) else b""
+    chunks = vercel.chunks(event)
+    assert (
+        vercel.encode(event) == b"".join(b"data: " + msgspec.json.encode(c) + b"\n\n" for c in chunks) + done
+    )
+    ag = ag_ui.encode(event)
+    assert ag_ui.encode_sse(event) == b"".join(b"data: " + msgspec.json.encode(e) + b"\n\n" for e in ag)
+    assert ag_ui.encode_jsonl(event) == b"".join(msgspec.json.encode(e) + b"\n" for e in ag)
+
+
 def test_ag_ui_interrupt_outcome_and_resume_round_trip() -> None:
     [finished] = ag_ui.encode(RunFinished("t", "r", None, (APPROVAL,)))
     assert finished["outcome"]["type"] == "interrupt"

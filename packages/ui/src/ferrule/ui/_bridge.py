@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Final, Literal, assert_never
 
 import msgspec
@@ -176,7 +176,16 @@ def error_message(error: BaseException) -> tuple[str, str]:
     return f"the run failed with {code}; the details are in the server log", code
 
 
-_Open = tuple[Literal["text", "reasoning", "tool"], str]
+_Block = Literal["text", "reasoning"]
+_Open = tuple[_Block | Literal["tool"], str]
+
+# The UI events of a streamed block of each kind: its start, its deltas, its end.
+_BLOCKS: Final[
+    dict[_Block, tuple[Callable[[str], UIEvent], Callable[[str, str], UIEvent], Callable[[str], UIEvent]]]
+] = {
+    "text": (TextStart, TextDelta, TextEnd),
+    "reasoning": (ReasoningStart, ReasoningDelta, ReasoningEnd),
+}
 
 
 class UIBridge:
@@ -237,11 +246,13 @@ class UIBridge:
     def feed(self, event: AgentStreamEvent) -> list[UIEvent]:
         """The UI events one agent stream event causes (often none)."""
         out: list[UIEvent] = []
-        match event:
+        match event:  # the per-delta events first
+            case PartDeltaEvent():
+                self._part_delta(event.index, event.delta, out)
+            case PartialOutputEvent() | EnqueuedMessagesEvent():
+                pass  # text is already streamed as deltas; queued messages are the server's own
             case PartStartEvent(index=index, part=part):
                 self._part_start(index, part, out)
-            case PartDeltaEvent(index=index, delta=delta):
-                self._part_delta(index, delta, out)
             case PartEndEvent(index=index, part=part):
                 self._part_end(index, part, out)
             case ResponseCompleted(response=response):
@@ -274,8 +285,6 @@ class UIBridge:
                 # A rejected output-tool call is closed so the client does not wait on it.
                 if part.tool_name is not None and part.tool_call_id in self._announced:
                     out.append(ToolFailed(part.tool_call_id, part.tool_name, part.model_response()))
-            case PartialOutputEvent() | EnqueuedMessagesEvent():
-                pass  # text is already streamed as deltas; queued messages are the server's own
             case _:
                 assert_never(event)
         return out
@@ -308,6 +317,8 @@ class UIBridge:
             yield ui
         try:
             async for event in stream:
+                if isinstance(event, PartialOutputEvent):
+                    continue  # one per streamed delta, and nothing for the client (see feed)
                 for ui in self.feed(event):
                     yield ui
         except Exception as exc:
@@ -359,28 +370,12 @@ class UIBridge:
 
     # --- parts ------------------------------------------------------------------------------------
 
-    def _new_part(self) -> str:
-        self._parts += 1
-        return f"{self.run_id}-{self._parts}"
-
     def _part_start(self, index: int, part: Any, out: list[UIEvent]) -> None:
-        # A new part ends the text and reasoning before it (clients render one block at a time); a
-        # later delta for one of them opens a new block.
-        for other in sorted(self._open):
-            if other == index or self._open[other][0] != "tool":
-                self._part_end(other, None, out)
+        self._end_blocks(index, out)
         if isinstance(part, TextPart):
-            part_id = self._new_part()
-            self._open[index] = ("text", part_id)
-            out.append(TextStart(part_id))
-            if part.content:
-                out.append(TextDelta(part_id, part.content))
+            self._open_block(index, "text", part.content, out)
         elif isinstance(part, ThinkingPart):
-            part_id = self._new_part()
-            self._open[index] = ("reasoning", part_id)
-            out.append(ReasoningStart(part_id))
-            if part.content:
-                out.append(ReasoningDelta(part_id, part.content))
+            self._open_block(index, "reasoning", part.content, out)
         elif isinstance(part, ToolCallPart):
             self._open[index] = ("tool", part.tool_call_id)
             # [call id, name, announced, named at start]: a name given at the start is whole, and
@@ -393,36 +388,56 @@ class UIBridge:
         # Provider-native tool calls, files and other parts have no neutral UI event yet.
 
     def _part_delta(self, index: int, delta: Any, out: list[UIEvent]) -> None:
+        kind: _Block
         match delta:
-            case TextPartDelta(content_delta=text):
-                if not text:
-                    return
-                current = self._open.get(index)
-                if current is None or current[0] != "text":
-                    self._part_start(index, TextPart(content=""), out)
-                out.append(TextDelta(self._open[index][1], text))
-            case ThinkingPartDelta(content_delta=text):
-                if not text:
-                    return
-                current = self._open.get(index)
-                if current is None or current[0] != "reasoning":
-                    self._part_start(index, ThinkingPart(content=""), out)
-                out.append(ReasoningDelta(self._open[index][1], text))
-            case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
-                call = self._calls.get(index)
-                if call is None:
-                    return
-                if not call[2]:
-                    if call_id and not call[0]:
-                        call[0] = call_id
-                        self._open[index] = ("tool", call_id)
-                    if name and not call[3]:
-                        call[1] = call[1] + name
-                if isinstance(args, str) and args:
-                    self._announce_streamed(index, out)
-                    out.append(ToolCallArgs(call[0], args))
+            case TextPartDelta():
+                kind, text = "text", delta.content_delta
+            case ThinkingPartDelta():
+                kind, text = "reasoning", delta.content_delta
+            case ToolCallPartDelta():
+                self._tool_call_delta(index, delta, out)
+                return
             case _:
                 assert_never(delta)
+        if not text:
+            return
+        current = self._open.get(index)
+        if current is not None and current[0] == kind:
+            out.append(_BLOCKS[kind][1](current[1], text))
+        else:
+            self._end_blocks(index, out)
+            self._open_block(index, kind, text, out)
+
+    def _tool_call_delta(self, index: int, delta: ToolCallPartDelta, out: list[UIEvent]) -> None:
+        call = self._calls.get(index)
+        if call is None:
+            return
+        if not call[2]:
+            if delta.tool_call_id and not call[0]:
+                call[0] = delta.tool_call_id
+                self._open[index] = ("tool", delta.tool_call_id)
+            if delta.tool_name_delta and not call[3]:
+                call[1] = call[1] + delta.tool_name_delta
+        args = delta.args_delta
+        if isinstance(args, str) and args:
+            self._announce_streamed(index, out)
+            out.append(ToolCallArgs(call[0], args))
+
+    def _end_blocks(self, index: int, out: list[UIEvent]) -> None:
+        # A new part ends the text and reasoning before it (clients render one block at a time); a
+        # later delta for one of them opens a new block.
+        for other in sorted(self._open):
+            if other == index or self._open[other][0] != "tool":
+                self._part_end(other, None, out)
+
+    def _open_block(self, index: int, kind: _Block, text: str, out: list[UIEvent]) -> None:
+        self._parts += 1
+        part_id = f"{self.run_id}-{self._parts}"
+        self._open[index] = (kind, part_id)
+        start, delta, _ = _BLOCKS[kind]
+        out.append(start(part_id))
+        if text:
+            out.append(delta(part_id, text))
 
     def _announce_streamed(self, index: int, out: list[UIEvent]) -> None:
         self._announce_call(self._calls[index], out)
@@ -444,10 +459,8 @@ class UIBridge:
         if current is None:
             return
         kind, part_id = current
-        if kind == "text":
-            out.append(TextEnd(part_id))
-        elif kind == "reasoning":
-            out.append(ReasoningEnd(part_id))
+        if kind != "tool":
+            out.append(_BLOCKS[kind][2](part_id))
         else:
             call = self._calls.pop(index)
             if isinstance(part, ToolCallPart):

@@ -110,12 +110,39 @@ def encode(event: ui.UIEvent) -> list[dict[str, Any]]:
 
 def encode_sse(event: ui.UIEvent) -> bytes:
     """`encode(event)` as SSE records (`data: {...}\\n\\n` each), what `HttpAgent` reads."""
-    return b"".join(b"data: " + _encoder.encode(e) + b"\n\n" for e in encode(event))
+    delta = _delta_json(event)
+    if delta is not None:
+        return b"data: " + delta + b"\n\n"
+    return b"".join([b"data: " + _encoder.encode(e) + b"\n\n" for e in encode(event)])
 
 
 def encode_jsonl(event: ui.UIEvent) -> bytes:
     """`encode(event)` as newline-delimited JSON, one AG-UI event a line."""
-    return b"".join(_encoder.encode(e) + b"\n" for e in encode(event))
+    delta = _delta_json(event)
+    if delta is not None:
+        return delta + b"\n"
+    return b"".join([_encoder.encode(e) + b"\n" for e in encode(event)])
+
+
+# The JSON of the delta events around their two strings: the bytes `encode` and the encoder give
+# (the protocol tests compare the two for every event).
+_TEXT_CONTENT: Final = (b'{"type":"TEXT_MESSAGE_CONTENT","messageId":', b',"delta":')
+_REASONING_CONTENT: Final = (b'{"type":"REASONING_MESSAGE_CONTENT","messageId":', b',"delta":')
+_TOOL_CALL_ARGS: Final = (b'{"type":"TOOL_CALL_ARGS","toolCallId":', b',"delta":')
+
+
+def _delta_json(event: ui.UIEvent) -> bytes | None:
+    """The one AG-UI event of a delta, written without building it (a stream is mostly deltas)."""
+    match event:
+        case ui.TextDelta():
+            head, key, delta = _TEXT_CONTENT, event.part_id, event.delta
+        case ui.ReasoningDelta():
+            head, key, delta = _REASONING_CONTENT, event.part_id, event.delta
+        case ui.ToolCallArgs():
+            head, key, delta = _TOOL_CALL_ARGS, event.tool_call_id, event.delta
+        case _:
+            return None
+    return b"".join((head[0], _encoder.encode(key), head[1], _encoder.encode(delta), b"}"))
 
 
 def _tool_result(tool_call_id: str, content: str) -> dict[str, Any]:

@@ -107,10 +107,29 @@ def chunks(event: ui.UIEvent) -> list[dict[str, Any]]:  # noqa: C901 - exhaustiv
 def encode(event: ui.UIEvent) -> bytes:
     """The SSE records (`data: {...}\\n\\n`) for one UI event; the terminal events (`RunFinished`,
     `RunError`) end with the `data: [DONE]` record."""
-    out = b"".join(b"data: " + _encoder.encode(chunk) + b"\n\n" for chunk in chunks(event))
-    if isinstance(event, ui.RunFinished | ui.RunError):
-        out += DONE
-    return out
+    match event:  # a stream is mostly deltas: their records are written without building a chunk
+        case ui.TextDelta():
+            head, key, delta = _TEXT_DELTA, event.part_id, event.delta
+        case ui.ReasoningDelta():
+            head, key, delta = _REASONING_DELTA, event.part_id, event.delta
+        case ui.ToolCallArgs():
+            head, key, delta = _TOOL_INPUT_DELTA, event.tool_call_id, event.delta
+        case ui.RunFinished() | ui.RunError():
+            return _records(chunks(event)) + DONE
+        case _:
+            return _records(chunks(event))
+    return b"".join((head[0], _encoder.encode(key), head[1], _encoder.encode(delta), b"}\n\n"))
+
+
+# The records of the delta chunks around their two strings: the bytes `chunks` and the encoder give
+# (the protocol tests compare the two for every event).
+_TEXT_DELTA: Final = (b'data: {"type":"text-delta","id":', b',"delta":')
+_REASONING_DELTA: Final = (b'data: {"type":"reasoning-delta","id":', b',"delta":')
+_TOOL_INPUT_DELTA: Final = (b'data: {"type":"tool-input-delta","toolCallId":', b',"inputTextDelta":')
+
+
+def _records(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join([b"data: " + _encoder.encode(chunk) + b"\n\n" for chunk in chunks])
 
 
 # --- the chat request -------------------------------------------------------------------------------
