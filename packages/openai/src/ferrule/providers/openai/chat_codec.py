@@ -335,6 +335,8 @@ def _assistant_message(
 
 
 _ENCODE = msgspec.json.Encoder().encode
+_SPLICED_KEYS = frozenset({"model", "messages"})
+"""The body keys `_encoded_body` writes itself, first."""
 
 
 def _message_items(
@@ -374,14 +376,14 @@ def _is_system_text(item: dict[str, Any], role: str) -> bool:
     return item["role"] == role and isinstance(item["content"], str)
 
 
-def _encoded_messages(
+def _encoded_history(
     call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
-) -> msgspec.Raw:
-    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`.
-
-    Byte for byte what encoding `_messages` gives: the leading system messages (which the dialect
-    may merge into one) are mapped on every request; every message after them goes through the
-    cache, which encodes it again when it changed.
+) -> tuple[bytes, bytes]:
+    """The items of the `messages` array of `call` as JSON, in two runs without the brackets: the
+    leading system messages (which the dialect may merge into one), mapped on every request, and
+    every message after them, each one's fragment reused from `cache` (which encodes it again when
+    it changed). Joined with a comma (when both have items), they are byte for byte what encoding
+    `_messages` gives.
     """
     system_role = dialect.system_role
     lead: list[dict[str, Any]] = []
@@ -400,7 +402,15 @@ def _encoded_messages(
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
     head = _ENCODE(lead)[1:-1]
-    tail = cache.encode(history, view, encode, start=index)
+    return head, cache.encode(history, view, encode, start=index)
+
+
+def _encoded_messages(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
+) -> msgspec.Raw:
+    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`
+    (see `_encoded_history`)."""
+    head, tail = _encoded_history(call, dialect, provider_name, model_name, cache)
     # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
     return msgspec.Raw(b"".join((b"[", head, b"," if head and tail else b"", tail, b"]")))
 
@@ -577,13 +587,26 @@ def build_request(
     by URL, which must be downloaded first), and `UserError` for other input it would reject.
     """
     dialect = dialect or _DEFAULT_DIALECT
-    settings = call.settings
     body: dict[str, Any] = {
         "model": model_name,
         "messages": _messages(call, dialect, provider_name, model_name)
         if wire_cache is None
         else _encoded_messages(call, dialect, provider_name, model_name, wire_cache),
     }
+    _fill(body, call, dialect, stream, provider_name, extra_owned_keys)
+    return body
+
+
+def _fill(
+    body: dict[str, Any],
+    call: ModelCall,
+    dialect: ChatDialect,
+    stream: bool,
+    provider_name: str,
+    extra_owned_keys: Collection[str],
+) -> None:
+    """Everything of the request body after `model` and `messages` (which `body` holds), in order."""
+    settings = call.settings
     tools = list(call.all_tools)
     if tools:
         choice, keep = _tool_choice(call, dialect, [t.name for t in tools])
@@ -640,7 +663,45 @@ def build_request(
     extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
     if extra:
         body.update(extra)
-    return body
+
+
+def _encoded_body(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ChatDialect | None,
+    stream: bool,
+    provider_name: str,
+    extra_owned_keys: Collection[str],
+    wire_cache: WireCache,
+    extra_fields: dict[str, Any],
+) -> bytes:
+    """`build_request` with `wire_cache`, updated with `extra_fields` (which sets neither `model`
+    nor `messages`) and encoded as JSON: the same bytes, with the history's JSON copied once.
+
+    The body is `{"model":…,"messages":[…]` and then the rest of its fields, in the same order; so
+    the rest is encoded on its own and the history joined in between, rather than wrapped in
+    brackets and copied again by the encoder.
+    """
+    dialect = dialect or _DEFAULT_DIALECT
+    head, tail = _encoded_history(call, dialect, provider_name, model_name, wire_cache)
+    body: dict[str, Any] = {"model": model_name, "messages": None}
+    _fill(body, call, dialect, stream, provider_name, extra_owned_keys)
+    body.update(extra_fields)
+    del body["model"], body["messages"]
+    rest = _ENCODE(body)  # `{…}`: its fields follow the messages, `{}` when there are none
+    return b"".join(
+        (
+            b'{"model":',
+            _ENCODE(model_name),
+            b',"messages":[',
+            head,
+            b"," if head and tail else b"",
+            tail,
+            b"]," if len(rest) > 2 else b"]",
+            memoryview(rest)[1:],
+        )
+    )
 
 
 encode_request = json_encoded(build_request)
@@ -1234,6 +1295,20 @@ class ChatCodec:
         """The request for `call` (see [`build_request`][ferrule.providers.openai.chat_codec.build_request])."""
         if self.model_name is None:
             raise UserError("ChatCodec needs a model_name to encode a request")
+        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
+        cache = self.wire_cache
+        if cache is not None and not _SPLICED_KEYS.intersection(self.extra_fields):
+            data = _encoded_body(
+                call,
+                model_name=self.model_name,
+                dialect=self.dialect,
+                stream=stream,
+                provider_name=self.provider_name,
+                extra_owned_keys=self.extra_owned_keys,
+                wire_cache=cache,
+                extra_fields=self.extra_fields,
+            )
+            return WireRequest(body=data, headers=headers)
         body = build_request(
             call,
             model_name=self.model_name,
@@ -1241,10 +1316,9 @@ class ChatCodec:
             stream=stream,
             provider_name=self.provider_name,
             extra_owned_keys=self.extra_owned_keys,
-            wire_cache=self.wire_cache,
+            wire_cache=cache,
         )
         body.update(self.extra_fields)
-        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
         return WireRequest(body=msgspec.json.encode(body), headers=headers)
 
     def decode(self, body: bytes) -> ModelResponse:
