@@ -412,14 +412,17 @@ class WireCache:
             kept = _kept(previous, messages, start, fingerprint, base, proof)
         pieces: list[bytes | memoryview] = []
         if previous is not None and kept:
-            wire_ends = previous.wire_ends[:kept]
+            wire_ends = previous.wire_ends
+            # `previous` is out of the cache and dropped: all of its list grows on, a prefix is copied.
+            if kept < len(wire_ends):
+                wire_ends = wire_ends[:kept]
             end = wire_ends[-1]
             if end:  # a view, not a slice: the kept prefix is copied once, by the join below
                 pieces.append(memoryview(previous.wire)[:end])
         else:
             wire_ends, end = [], 0
         if proof is not None:
-            ends = proof.ends[start:]
+            ends = proof.ends[start:] if start else proof.ends  # never changed in place: shared
         elif previous is not None and kept:
             ends = previous.ends[:kept]
             if previous.base != base:  # the array header grew
