@@ -195,7 +195,7 @@ class _Encoded(_Fingerprinted):
     """One history as last encoded: its fingerprint and the joined wire fragments, with where each
     message ends in both; `proof` is the history proof it was encoded under (from `start` on), if any."""
 
-    __slots__ = ("proof", "start", "wire", "wire_ends")
+    __slots__ = ("offset", "proof", "start", "wire", "wire_ends")
 
     def __init__(
         self,
@@ -207,12 +207,14 @@ class _Encoded(_Fingerprinted):
         wire_ends: list[int],
         proof: HistoryProof | None,
         start: int,
+        offset: int,
     ) -> None:
         super().__init__(messages, fingerprint, base, ends)
         self.wire = wire
         self.wire_ends = wire_ends
         self.proof = proof
         self.start = start
+        self.offset = offset  # where the fragments start in `wire` (after what framed them)
 
     @property
     def size(self) -> int:
@@ -381,15 +383,23 @@ class WireCache:
         /,
         *,
         start: int = 0,
+        before: bytes = b"",
+        lead: bytes = b"",
+        after: Callable[[], bytes] | None = None,
     ) -> bytes:
         """The wire fragments of `messages[start:]` joined with commas (the empty ones left out).
 
         `encode(message)` gives one message's fragment: JSON items without the enclosing brackets,
         possibly none (`b""`). A history that cannot be fingerprinted (content msgpack cannot
         encode) is encoded in full, every time.
+
+        A codec may have the whole body built around the history, so that the history's bytes are
+        copied once: the answer is then `before`, then `lead` (items of its own, ahead of the
+        history's) and the fragments joined with commas, then what `after()` returns. `after` is
+        called once the fragments are encoded (so their errors come first).
         """
         if start >= len(messages):
-            return b""
+            return _framed(before, lead, [], after)[0] if before or lead or after else b""
         proof = self._armed
         if proof is not None and proof.source is not messages:
             proof = None
@@ -399,7 +409,12 @@ class WireCache:
             try:
                 fingerprint = _fingerprint(messages)
             except _FINGERPRINT_ERRORS:
-                return b",".join([f for f in map(encode, messages) if f])
+                fragments = [f for f in map(encode, messages) if f]
+                return (
+                    _framed(before, lead, fragments, after)[0]
+                    if before or lead or after
+                    else b",".join(fragments)
+                )
             base = _array_header(len(messages))
         else:
             fingerprint = proof.fingerprint
@@ -418,7 +433,8 @@ class WireCache:
                 wire_ends = wire_ends[:kept]
             end = wire_ends[-1]
             if end:  # a view, not a slice: the kept prefix is copied once, by the join below
-                pieces.append(memoryview(previous.wire)[:end])
+                offset = previous.offset
+                pieces.append(memoryview(previous.wire)[offset : offset + end])
         else:
             wire_ends, end = [], 0
         if proof is not None:
@@ -439,10 +455,13 @@ class WireCache:
                 end += len(fragment) + (1 if pieces else 0)
                 pieces.append(fragment)
             wire_ends.append(end)
-        wire = b",".join(pieces)
+        if before or lead or after:
+            wire, offset = _framed(before, lead, pieces, after)
+        else:
+            wire, offset = b",".join(pieces), 0
         if proof is not None or position == len(fingerprint):
             held = list(messages) if proof is None else proof.messages[start:] if start else proof.messages
-            self._keep(key, _Encoded(held, fingerprint, base, ends, wire, wire_ends, proof, start))
+            self._keep(key, _Encoded(held, fingerprint, base, ends, wire, wire_ends, proof, start, offset))
         return wire
 
     def _keep(self, key: tuple[int, object], encoded: _Encoded) -> None:
@@ -455,6 +474,27 @@ class WireCache:
             self._size -= histories.pop(oldest).size
         histories[key] = encoded
         self._size += size
+
+
+def _framed(
+    before: bytes, lead: bytes, pieces: Sequence[bytes | memoryview], after: Callable[[], bytes] | None
+) -> tuple[bytes, int]:
+    """`before`, `lead` and `pieces` joined with commas (`lead` left out when empty), then `after()`,
+    in one join; and where the first piece starts."""
+    tail = b"" if after is None else after()
+    items: list[bytes | memoryview] = [before, lead]
+    if pieces:
+        if lead:
+            items.append(b",")
+        offset = len(before) + len(lead) + (1 if lead else 0)
+        # Usually the kept prefix (a view) and a few new fragments: only those are joined twice.
+        items.append(pieces[0])
+        if len(pieces) > 1:
+            items += (b",", b",".join(pieces[1:]))
+    else:
+        offset = len(before) + len(lead)
+    items.append(tail)
+    return b"".join(items), offset
 
 
 def _kept(

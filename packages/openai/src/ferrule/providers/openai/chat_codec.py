@@ -22,7 +22,7 @@ Decoding notes:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from typing import Any, Final, assert_never
 
 import msgspec
@@ -339,6 +339,10 @@ _SPLICED_KEYS = frozenset({"model", "messages"})
 """The body keys `_encoded_body` writes itself, first."""
 
 
+def _close_array() -> bytes:
+    return b"]"
+
+
 def _message_items(
     message: Message, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> list[dict[str, Any]]:
@@ -376,14 +380,13 @@ def _is_system_text(item: dict[str, Any], role: str) -> bool:
     return item["role"] == role and isinstance(item["content"], str)
 
 
-def _encoded_history(
-    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
-) -> tuple[bytes, bytes]:
-    """The items of the `messages` array of `call` as JSON, in two runs without the brackets: the
-    leading system messages (which the dialect may merge into one), mapped on every request, and
-    every message after them, each one's fragment reused from `cache` (which encodes it again when
-    it changed). Joined with a comma (when both have items), they are byte for byte what encoding
-    `_messages` gives.
+def _history_encoding(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
+) -> tuple[bytes, int, Hashable, Callable[[Message], bytes]]:
+    """How the `messages` array of `call` goes through a `WireCache`: the JSON items of the leading
+    system messages (which the dialect may merge into one), mapped on every request; where the
+    history the cache encodes starts, after them; its view; and one message's fragment. The lead
+    and the fragments joined with commas are byte for byte the items `_messages` gives.
     """
     system_role = dialect.system_role
     lead: list[dict[str, Any]] = []
@@ -401,18 +404,18 @@ def _encoded_history(
     def encode(message: Message) -> bytes:
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
-    head = _ENCODE(lead)[1:-1]
-    return head, cache.encode(history, view, encode, start=index)
+    return _ENCODE(lead)[1:-1], index, view, encode
 
 
 def _encoded_messages(
     call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
 ) -> msgspec.Raw:
-    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`
-    (see `_encoded_history`)."""
-    head, tail = _encoded_history(call, dialect, provider_name, model_name, cache)
-    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
-    return msgspec.Raw(b"".join((b"[", head, b"," if head and tail else b"", tail, b"]")))
+    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`,
+    which encodes it again when it changed (see `_history_encoding`)."""
+    head, index, view, encode = _history_encoding(call, dialect, provider_name, model_name)
+    return msgspec.Raw(
+        cache.encode(call.messages, view, encode, start=index, before=b"[", lead=head, after=_close_array)
+    )
 
 
 def _request_part(
@@ -680,28 +683,23 @@ def _encoded_body(
     nor `messages`) and encoded as JSON: the same bytes, with the history's JSON copied once.
 
     The body is `{"model":…,"messages":[…]` and then the rest of its fields, in the same order; so
-    the rest is encoded on its own and the history joined in between, rather than wrapped in
-    brackets and copied again by the encoder.
+    the cache joins the history's bytes with what goes before and after them (the rest encoded on
+    its own), rather than the history being joined, wrapped in brackets and copied by the encoder.
     """
-    dialect = dialect or _DEFAULT_DIALECT
-    head, tail = _encoded_history(call, dialect, provider_name, model_name, wire_cache)
-    body: dict[str, Any] = {"model": model_name, "messages": None}
-    _fill(body, call, dialect, stream, provider_name, extra_owned_keys)
-    body.update(extra_fields)
-    del body["model"], body["messages"]
-    rest = _ENCODE(body)  # `{…}`: its fields follow the messages, `{}` when there are none
-    return b"".join(
-        (
-            b'{"model":',
-            _ENCODE(model_name),
-            b',"messages":[',
-            head,
-            b"," if head and tail else b"",
-            tail,
-            b"]," if len(rest) > 2 else b"]",
-            memoryview(rest)[1:],
-        )
-    )
+    resolved = dialect or _DEFAULT_DIALECT
+    head, index, view, encode = _history_encoding(call, resolved, provider_name, model_name)
+
+    def after() -> bytes:
+        # Called once the history is encoded, so that its errors come first, as in `build_request`.
+        body: dict[str, Any] = {"model": model_name, "messages": None}
+        _fill(body, call, resolved, stream, provider_name, extra_owned_keys)
+        body.update(extra_fields)
+        del body["model"], body["messages"]
+        rest = _ENCODE(body)  # `{…}`: the fields after the messages, `{}` when there are none
+        return b"]," + rest[1:] if len(rest) > 2 else b"]}"
+
+    before = b"".join((b'{"model":', _ENCODE(model_name), b',"messages":['))
+    return wire_cache.encode(call.messages, view, encode, start=index, before=before, lead=head, after=after)
 
 
 encode_request = json_encoded(build_request)
