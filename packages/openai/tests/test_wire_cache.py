@@ -354,3 +354,21 @@ def test_the_body_with_the_history_joined_in_is_the_encoded_dict(
             body = chat_codec.build_request(call, model_name="gpt-4.1", stream=stream)
             body.update(extra_fields or {})
             assert cached.encode(call, stream=stream).body == msgspec.json.encode(body)
+
+
+@pytest.mark.parametrize(
+    ("stream", "instructions", "tools"), [(False, None, False), (True, "Be brief.", True)]
+)
+def test_responses_body_with_the_history_joined_in_is_the_encoded_dict(
+    stream: bool, instructions: str | None, tools: bool
+) -> None:
+    """With a cache, the Responses body is built around the history's JSON; it is the encoded dict."""
+    definitions = [ToolDefinition(name="add", parameters_json_schema={"type": "object"})] if tools else []
+    settings = ModelSettings(temperature=0.5, max_tokens=10)
+    for messages in (synthetic_history(6), synthetic_history(1)[:1]):
+        call = ModelCall(messages=messages, instructions=instructions, tools=definitions, settings=settings)
+        cache = WireCache()
+        for _ in range(2):  # encoded, then reused
+            cached = responses_codec.ResponsesCodec(model_name="gpt-5", wire_cache=cache)
+            body = responses_codec.build_request(call, model_name="gpt-5", stream=stream)
+            assert cached.encode(call, stream=stream).body == msgspec.json.encode(body)

@@ -385,7 +385,7 @@ class WireCache:
         start: int = 0,
         before: bytes = b"",
         lead: bytes = b"",
-        after: Callable[[], bytes] | None = None,
+        after: bytes | Callable[[], bytes] = b"",
     ) -> bytes:
         """The wire fragments of `messages[start:]` joined with commas (the empty ones left out).
 
@@ -395,8 +395,8 @@ class WireCache:
 
         A codec may have the whole body built around the history, so that the history's bytes are
         copied once: the answer is then `before`, then `lead` (items of its own, ahead of the
-        history's) and the fragments joined with commas, then what `after()` returns. `after` is
-        called once the fragments are encoded (so their errors come first).
+        history's) and the fragments joined with commas, then `after` (or what it returns, when it
+        is a function: called once the fragments are encoded, so that their errors come first).
         """
         if start >= len(messages):
             return _framed(before, lead, [], after)[0] if before or lead or after else b""
@@ -477,11 +477,11 @@ class WireCache:
 
 
 def _framed(
-    before: bytes, lead: bytes, pieces: Sequence[bytes | memoryview], after: Callable[[], bytes] | None
+    before: bytes, lead: bytes, pieces: Sequence[bytes | memoryview], after: bytes | Callable[[], bytes]
 ) -> tuple[bytes, int]:
-    """`before`, `lead` and `pieces` joined with commas (`lead` left out when empty), then `after()`,
-    in one join; and where the first piece starts."""
-    tail = b"" if after is None else after()
+    """`before`, `lead` and `pieces` joined with commas (`lead` left out when empty), then `after`
+    (or what it returns), in one join; and where the first piece starts."""
+    tail = after if isinstance(after, bytes) else after()
     items: list[bytes | memoryview] = [before, lead]
     if pieces:
         if lead:

@@ -339,10 +339,6 @@ _SPLICED_KEYS = frozenset({"model", "messages"})
 """The body keys `_encoded_body` writes itself, first."""
 
 
-def _close_array() -> bytes:
-    return b"]"
-
-
 def _message_items(
     message: Message, dialect: ChatDialect, provider_name: str, model_name: str
 ) -> list[dict[str, Any]]:
@@ -414,7 +410,7 @@ def _encoded_messages(
     which encodes it again when it changed (see `_history_encoding`)."""
     head, index, view, encode = _history_encoding(call, dialect, provider_name, model_name)
     return msgspec.Raw(
-        cache.encode(call.messages, view, encode, start=index, before=b"[", lead=head, after=_close_array)
+        cache.encode(call.messages, view, encode, start=index, before=b"[", lead=head, after=b"]")
     )
 
 
