@@ -89,7 +89,11 @@ class UrlCheck:
         # `check_message` inlined, and the requests picked out in C: a new run with a long
         # `message_history` checks all of it, and a step per message was most of that walk's cost.
         for message in filter(is_request, new):
-            for part in message.parts:
+            parts = message.parts
+            # Most requests of a conversation are one plain-text prompt: nothing to look into.
+            if len(parts) == 1 and type(part := parts[0]) is UserPromptPart and type(part.content) is str:
+                continue
+            for part in parts:
                 if isinstance(part, UserPromptPart):
                     if not isinstance(part.content, str):
                         check_content(policy, part.content)
