@@ -354,6 +354,10 @@ def test_the_body_with_the_history_joined_in_is_the_encoded_dict(
             body = chat_codec.build_request(call, model_name="gpt-4.1", stream=stream)
             body.update(extra_fields or {})
             assert cached.encode(call, stream=stream).body == msgspec.json.encode(body)
+            # The same cache framed as a bracketed array (`build_request`'s `Raw`) reuses it too.
+            framed = chat_codec.build_request(call, model_name="gpt-4.1", stream=stream, wire_cache=cache)
+            framed.update(extra_fields or {})
+            assert msgspec.json.encode(framed) == msgspec.json.encode(body)
 
 
 @pytest.mark.parametrize(
