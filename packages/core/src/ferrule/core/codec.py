@@ -33,6 +33,7 @@ import abc
 import functools
 import itertools
 import operator
+from array import array
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -150,11 +151,14 @@ def _first_unequal(items: list[Any], same: list[Any]) -> int:
 
 class _Fingerprinted:
     """Messages as once seen (held, so no ID is reused), their msgpack fingerprint, and where each
-    message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`)."""
+    message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`).
+
+    The ends (and an entry's wire ends) are arrays of machine integers, not lists: a long history's
+    are copied and freed on every request, one block of memory rather than an object per message."""
 
     __slots__ = ("base", "ends", "fingerprint", "messages")
 
-    def __init__(self, messages: list[Any], fingerprint: bytes, base: int, ends: list[int]) -> None:
+    def __init__(self, messages: list[Any], fingerprint: bytes, base: int, ends: array[int]) -> None:
         self.messages = messages
         self.fingerprint = fingerprint
         self.base = base
@@ -202,9 +206,9 @@ class _Encoded(_Fingerprinted):
         messages: list[Any],
         fingerprint: bytes,
         base: int,
-        ends: list[int],
+        ends: array[int],
         wire: bytes,
-        wire_ends: list[int],
+        wire_ends: array[int],
         proof: HistoryProof | None,
         start: int,
         offset: int,
@@ -239,7 +243,7 @@ class HistoryProof(_Fingerprinted):
         messages: list[Any],
         fingerprint: bytes,
         base: int,
-        ends: list[int],
+        ends: array[int],
         unchanged_count: int,
         checked: dict[Hashable, int],
         previous: HistoryProof | None,
@@ -346,7 +350,7 @@ class WireCache:
             checked = previous.carried(kept)
             previous.previous = None  # one step back is all a wire entry is compared with
         else:
-            ends, checked, previous = [], {}, None
+            ends, checked, previous = array("q"), {}, None
         position = ends[-1] if ends else base
         for message in items[kept:]:
             position += len(_fingerprint(message))
@@ -436,15 +440,15 @@ class WireCache:
                 offset = previous.offset
                 pieces.append(memoryview(previous.wire)[offset : offset + end])
         else:
-            wire_ends, end = [], 0
+            wire_ends, end = array("q"), 0
         if proof is not None:
             ends = proof.ends[start:] if start else proof.ends  # never changed in place: shared
         elif previous is not None and kept:
             ends = previous.ends[:kept]
             if previous.base != base:  # the array header grew
-                ends = [e - previous.base + base for e in ends]
+                ends = array("q", [e - previous.base + base for e in ends])
         else:
-            ends = []
+            ends = array("q")
         position = ends[-1] if ends else base
         for message in (messages if proof is None else proof.messages)[start + kept :]:
             if proof is None:
