@@ -145,3 +145,68 @@ def test_the_profile_check_skips_only_what_passed_under_the_same_kinds() -> None
     assert proof.checked(("content kinds", text.content_kinds)) == 4
     images.check(ModelCall(messages=messages), model="m", proof=proof)  # another check, from the start
     assert proof.checked(("content kinds", images.content_kinds)) == 10
+
+
+def framed(messages: list[Message], start: int, lead: bytes) -> bytes:
+    """What a framed encode answers: the lead and the fragments joined with commas, in brackets."""
+    return b"[" + b",".join(f for f in (lead, *(fragment(m) for m in messages[start:])) if f) + b"]!"
+
+
+@pytest.mark.parametrize("lead", [b"", b'{"lead":1}'])
+@pytest.mark.parametrize("armed", [False, True])
+def test_a_framed_encode_is_the_framed_fragments_and_reuses_them(lead: bytes, armed: bool) -> None:
+    """`before`, `lead` and `after` frame the fragments in one answer, whose fragments later encodes
+    reuse; a message edited in place is encoded again, an empty history gives the frame alone."""
+    cache = WireCache()
+    messages = history(20)
+    calls: list[Message] = []
+
+    def counted(message: Message) -> bytes:
+        calls.append(message)
+        return fragment(message)
+
+    def encode(start: int = 1) -> bytes:
+        proof = cache.prove(messages) if armed else None
+        cache.arm(proof)
+        try:
+            return cache.encode(
+                messages, "v", counted, start=start, before=b"[", lead=lead, after=lambda: b"]!"
+            )
+        finally:
+            cache.arm(None)
+
+    assert encode() == framed(messages, 1, lead)
+    assert len(calls) == 19
+    messages.append(ModelRequest(parts=[UserPromptPart(content="new")]))
+    calls.clear()
+    assert encode() == framed(messages, 1, lead)
+    assert calls == [messages[-1]]  # the rest came from the framed answer before
+    part = messages[7].parts[0]
+    assert isinstance(part, TextPart)
+    part.content = "edited in place"
+    calls.clear()
+    assert encode() == framed(messages, 1, lead)
+    assert calls == messages[7:]
+    assert cache.encode(
+        messages, "v", counted, start=len(messages), before=b"[", lead=lead, after=lambda: b"]!"
+    ) == (b"[" + lead + b"]!")
+
+
+def test_a_framed_encode_calls_after_once_the_fragments_are_encoded() -> None:
+    """A fragment that fails raises before `after` runs (the codec's errors keep their order)."""
+    cache = WireCache()
+    messages = history(4)
+    called: list[str] = []
+
+    def failing(message: Message) -> bytes:
+        if message is messages[-1]:
+            raise ValueError("this message cannot be sent")
+        return fragment(message)
+
+    with pytest.raises(ValueError, match="cannot be sent"):
+        cache.encode(messages, "v", failing, before=b"[", after=lambda: called.append("after") or b"]")
+    assert called == []
+    assert (
+        cache.encode(messages, "v", fragment, before=b"[", after=lambda: b"]")
+        == b"[" + plain(messages) + b"]"
+    )

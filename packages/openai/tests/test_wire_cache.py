@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 
 from ferrule.core.codec import WireCache
@@ -30,7 +31,8 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelCall, ToolDefinition
+from ferrule.core.settings import ModelSettings
 from ferrule.providers.openai import chat_codec, responses_codec
 from ferrule.providers.openai.profiles import ChatDialect, deepseek_profile, openai_chat_profile
 from tests.support.cassettes import OPENAI_FOLDERS, cassette_root, iter_interactions
@@ -326,3 +328,51 @@ def test_a_model_keeps_one_cache_across_its_requests_and_codecs() -> None:
         chat.encode(ModelCall(messages=history))
         == codec(None, chat.dialect).encode(ModelCall(messages=history)).body
     )
+
+
+@pytest.mark.parametrize(
+    ("extra_fields", "stream", "instructions", "tools"),
+    [
+        (None, False, None, False),
+        ({"provider": {"order": ["a"]}}, True, "Be brief.", True),
+        ({"messages": "set by the caller"}, False, "Be brief.", True),  # not spliced: encoded as a dict
+        ({"model": "other"}, True, None, False),
+    ],
+)
+def test_the_body_with_the_history_joined_in_is_the_encoded_dict(
+    extra_fields: dict[str, Any] | None, stream: bool, instructions: str | None, tools: bool
+) -> None:
+    """With a cache, the body is built around the history's JSON; it is what encoding the dict gives."""
+    history = synthetic_history(6)
+    definitions = [ToolDefinition(name="add", parameters_json_schema={"type": "object"})] if tools else []
+    settings = ModelSettings(temperature=0.5, max_tokens=10, seed=1)
+    for messages in (history, history[:1], [ModelRequest(parts=[SystemPromptPart(content="only")])]):
+        call = ModelCall(messages=messages, instructions=instructions, tools=definitions, settings=settings)
+        cache = WireCache()
+        for _ in range(2):  # encoded, then reused
+            cached = chat_codec.ChatCodec(model_name="gpt-4.1", wire_cache=cache, extra_fields=extra_fields)
+            body = chat_codec.build_request(call, model_name="gpt-4.1", stream=stream)
+            body.update(extra_fields or {})
+            assert cached.encode(call, stream=stream).body == msgspec.json.encode(body)
+            # The same cache framed as a bracketed array (`build_request`'s `Raw`) reuses it too.
+            framed = chat_codec.build_request(call, model_name="gpt-4.1", stream=stream, wire_cache=cache)
+            framed.update(extra_fields or {})
+            assert msgspec.json.encode(framed) == msgspec.json.encode(body)
+
+
+@pytest.mark.parametrize(
+    ("stream", "instructions", "tools"), [(False, None, False), (True, "Be brief.", True)]
+)
+def test_responses_body_with_the_history_joined_in_is_the_encoded_dict(
+    stream: bool, instructions: str | None, tools: bool
+) -> None:
+    """With a cache, the Responses body is built around the history's JSON; it is the encoded dict."""
+    definitions = [ToolDefinition(name="add", parameters_json_schema={"type": "object"})] if tools else []
+    settings = ModelSettings(temperature=0.5, max_tokens=10)
+    for messages in (synthetic_history(6), synthetic_history(1)[:1]):
+        call = ModelCall(messages=messages, instructions=instructions, tools=definitions, settings=settings)
+        cache = WireCache()
+        for _ in range(2):  # encoded, then reused
+            cached = responses_codec.ResponsesCodec(model_name="gpt-5", wire_cache=cache)
+            body = responses_codec.build_request(call, model_name="gpt-5", stream=stream)
+            assert cached.encode(call, stream=stream).body == msgspec.json.encode(body)

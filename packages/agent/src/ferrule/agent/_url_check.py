@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ferrule.core.messages import (
     AudioUrl,
@@ -23,6 +23,7 @@ from ferrule.core.messages import (
     ToolReturnPart,
     UserPromptPart,
     VideoUrl,
+    is_request,
 )
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["UrlCheck", "check_content", "check_message"]
 
 _URL_ITEMS = (ImageUrl, AudioUrl, VideoUrl, DocumentUrl)
-_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
-"""`isinstance(message, ModelRequest)` as a C callable, for `filter`."""
 
 
 @functools.cache
@@ -89,8 +88,12 @@ class UrlCheck:
         policy = self.policy
         # `check_message` inlined, and the requests picked out in C: a new run with a long
         # `message_history` checks all of it, and a step per message was most of that walk's cost.
-        for message in filter(_is_request, new):
-            for part in message.parts:
+        for message in filter(is_request, new):
+            parts = message.parts
+            # Most requests of a conversation are one plain-text prompt: nothing to look into.
+            if len(parts) == 1 and type(part := parts[0]) is UserPromptPart and type(part.content) is str:
+                continue
+            for part in parts:
                 if isinstance(part, UserPromptPart):
                     if not isinstance(part.content, str):
                         check_content(policy, part.content)

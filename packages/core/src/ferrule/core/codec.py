@@ -33,6 +33,7 @@ import abc
 import functools
 import itertools
 import operator
+from array import array
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -150,11 +151,14 @@ def _first_unequal(items: list[Any], same: list[Any]) -> int:
 
 class _Fingerprinted:
     """Messages as once seen (held, so no ID is reused), their msgpack fingerprint, and where each
-    message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`)."""
+    message's bytes end in it (`ends`, absolute; the first message's bytes start at `base`).
+
+    The ends (and an entry's wire ends) are arrays of machine integers, not lists: a long history's
+    are copied and freed on every request, one block of memory rather than an object per message."""
 
     __slots__ = ("base", "ends", "fingerprint", "messages")
 
-    def __init__(self, messages: list[Any], fingerprint: bytes, base: int, ends: list[int]) -> None:
+    def __init__(self, messages: list[Any], fingerprint: bytes, base: int, ends: array[int]) -> None:
         self.messages = messages
         self.fingerprint = fingerprint
         self.base = base
@@ -195,24 +199,26 @@ class _Encoded(_Fingerprinted):
     """One history as last encoded: its fingerprint and the joined wire fragments, with where each
     message ends in both; `proof` is the history proof it was encoded under (from `start` on), if any."""
 
-    __slots__ = ("proof", "start", "wire", "wire_ends")
+    __slots__ = ("offset", "proof", "start", "wire", "wire_ends")
 
     def __init__(
         self,
         messages: list[Any],
         fingerprint: bytes,
         base: int,
-        ends: list[int],
+        ends: array[int],
         wire: bytes,
-        wire_ends: list[int],
+        wire_ends: array[int],
         proof: HistoryProof | None,
         start: int,
+        offset: int,
     ) -> None:
         super().__init__(messages, fingerprint, base, ends)
         self.wire = wire
         self.wire_ends = wire_ends
         self.proof = proof
         self.start = start
+        self.offset = offset  # where the fragments start in `wire` (after what framed them)
 
     @property
     def size(self) -> int:
@@ -237,7 +243,7 @@ class HistoryProof(_Fingerprinted):
         messages: list[Any],
         fingerprint: bytes,
         base: int,
-        ends: list[int],
+        ends: array[int],
         unchanged_count: int,
         checked: dict[Hashable, int],
         previous: HistoryProof | None,
@@ -344,7 +350,7 @@ class WireCache:
             checked = previous.carried(kept)
             previous.previous = None  # one step back is all a wire entry is compared with
         else:
-            ends, checked, previous = [], {}, None
+            ends, checked, previous = array("q"), {}, None
         position = ends[-1] if ends else base
         for message in items[kept:]:
             position += len(_fingerprint(message))
@@ -381,15 +387,23 @@ class WireCache:
         /,
         *,
         start: int = 0,
+        before: bytes = b"",
+        lead: bytes = b"",
+        after: bytes | Callable[[], bytes] = b"",
     ) -> bytes:
         """The wire fragments of `messages[start:]` joined with commas (the empty ones left out).
 
         `encode(message)` gives one message's fragment: JSON items without the enclosing brackets,
         possibly none (`b""`). A history that cannot be fingerprinted (content msgpack cannot
         encode) is encoded in full, every time.
+
+        A codec may have the whole body built around the history, so that the history's bytes are
+        copied once: the answer is then `before`, then `lead` (items of its own, ahead of the
+        history's) and the fragments joined with commas, then `after` (or what it returns, when it
+        is a function: called once the fragments are encoded, so that their errors come first).
         """
         if start >= len(messages):
-            return b""
+            return _framed(before, lead, [], after)[0] if before or lead or after else b""
         proof = self._armed
         if proof is not None and proof.source is not messages:
             proof = None
@@ -399,7 +413,12 @@ class WireCache:
             try:
                 fingerprint = _fingerprint(messages)
             except _FINGERPRINT_ERRORS:
-                return b",".join([f for f in map(encode, messages) if f])
+                fragments = [f for f in map(encode, messages) if f]
+                return (
+                    _framed(before, lead, fragments, after)[0]
+                    if before or lead or after
+                    else b",".join(fragments)
+                )
             base = _array_header(len(messages))
         else:
             fingerprint = proof.fingerprint
@@ -412,20 +431,24 @@ class WireCache:
             kept = _kept(previous, messages, start, fingerprint, base, proof)
         pieces: list[bytes | memoryview] = []
         if previous is not None and kept:
-            wire_ends = previous.wire_ends[:kept]
+            wire_ends = previous.wire_ends
+            # `previous` is out of the cache and dropped: all of its list grows on, a prefix is copied.
+            if kept < len(wire_ends):
+                wire_ends = wire_ends[:kept]
             end = wire_ends[-1]
             if end:  # a view, not a slice: the kept prefix is copied once, by the join below
-                pieces.append(memoryview(previous.wire)[:end])
+                offset = previous.offset
+                pieces.append(memoryview(previous.wire)[offset : offset + end])
         else:
-            wire_ends, end = [], 0
+            wire_ends, end = array("q"), 0
         if proof is not None:
-            ends = proof.ends[start:]
+            ends = proof.ends[start:] if start else proof.ends  # never changed in place: shared
         elif previous is not None and kept:
             ends = previous.ends[:kept]
             if previous.base != base:  # the array header grew
-                ends = [e - previous.base + base for e in ends]
+                ends = array("q", [e - previous.base + base for e in ends])
         else:
-            ends = []
+            ends = array("q")
         position = ends[-1] if ends else base
         for message in (messages if proof is None else proof.messages)[start + kept :]:
             if proof is None:
@@ -436,10 +459,13 @@ class WireCache:
                 end += len(fragment) + (1 if pieces else 0)
                 pieces.append(fragment)
             wire_ends.append(end)
-        wire = b",".join(pieces)
+        if before or lead or after:
+            wire, offset = _framed(before, lead, pieces, after)
+        else:
+            wire, offset = b",".join(pieces), 0
         if proof is not None or position == len(fingerprint):
             held = list(messages) if proof is None else proof.messages[start:] if start else proof.messages
-            self._keep(key, _Encoded(held, fingerprint, base, ends, wire, wire_ends, proof, start))
+            self._keep(key, _Encoded(held, fingerprint, base, ends, wire, wire_ends, proof, start, offset))
         return wire
 
     def _keep(self, key: tuple[int, object], encoded: _Encoded) -> None:
@@ -452,6 +478,27 @@ class WireCache:
             self._size -= histories.pop(oldest).size
         histories[key] = encoded
         self._size += size
+
+
+def _framed(
+    before: bytes, lead: bytes, pieces: Sequence[bytes | memoryview], after: bytes | Callable[[], bytes]
+) -> tuple[bytes, int]:
+    """`before`, `lead` and `pieces` joined with commas (`lead` left out when empty), then `after`
+    (or what it returns), in one join; and where the first piece starts."""
+    tail = after if isinstance(after, bytes) else after()
+    items: list[bytes | memoryview] = [before, lead]
+    if pieces:
+        if lead:
+            items.append(b",")
+        offset = len(before) + len(lead) + (1 if lead else 0)
+        # Usually the kept prefix (a view) and a few new fragments: only those are joined twice.
+        items.append(pieces[0])
+        if len(pieces) > 1:
+            items += (b",", b",".join(pieces[1:]))
+    else:
+        offset = len(before) + len(lead)
+    items.append(tail)
+    return b"".join(items), offset
 
 
 def _kept(

@@ -17,9 +17,9 @@ model.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard, cast
 
 import msgspec
 
@@ -642,6 +642,12 @@ class ModelRequest(_Message, tag="request"):
     def user_text_prompt(cls, prompt: str, *, instructions: str | None = None) -> ModelRequest:
         """A request holding one plain-text user prompt."""
         return cls(parts=[UserPromptPart(content=prompt)], instructions=instructions)
+
+
+# Not in `__all__`: shared by the walks over a whole history (core's profile check, the agent's URL
+# check, the OpenAI download scan), which pick the requests out in C with `filter`.
+is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
+"""`isinstance(message, ModelRequest)` as a C callable, for `filter` (a step less per message)."""
 
 
 # --- response parts ------------------------------------------------------------------------------

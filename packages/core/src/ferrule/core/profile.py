@@ -8,8 +8,7 @@ request. The default profile is fail-closed: it declares plain text in and out a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, cast
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import msgspec
 
@@ -20,10 +19,10 @@ from .messages import (
     BinaryContent,
     DocumentUrl,
     ImageUrl,
-    ModelRequest,
     UploadedFile,
     UserPromptPart,
     VideoUrl,
+    is_request,
 )
 
 if TYPE_CHECKING:
@@ -240,7 +239,7 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _
     if accepted >= _ALL_KINDS:
         return
     check = ("content kinds", accepted)
-    for message in filter(_is_request, call.messages if proof is None else proof.unchecked(check)):
+    for message in filter(is_request, call.messages if proof is None else proof.unchecked(check)):
         for part in message.parts:
             if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
                 continue
@@ -251,9 +250,6 @@ def _check_content(profile: ModelProfile, call: ModelCall, fail: _Fail, proof: _
     if proof is not None:
         proof.passed(check)
 
-
-_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
-"""`isinstance(message, ModelRequest)` as a C callable, for `filter` (a step less per message)."""
 
 _ALL_KINDS: frozenset[ContentKind] = frozenset(
     {"text", "image", "audio", "video", "document", "uploaded-file"}

@@ -10,7 +10,6 @@ timeouts and a size limit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeGuard, cast
 
 import msgspec
 
@@ -26,6 +25,7 @@ from ferrule.core.messages import (
     UserContent,
     UserPromptPart,
     VideoUrl,
+    is_request,
 )
 from ferrule.core.model import ModelCall
 from ferrule.core.provider import Provider
@@ -35,9 +35,6 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 """Largest file downloaded for a request (OpenAI's own limit for inline files is 20 MiB... per part)."""
 
 FileUrl = ImageUrl | AudioUrl | VideoUrl | DocumentUrl
-
-_is_request = cast("Callable[[object], TypeGuard[ModelRequest]]", ModelRequest.__instancecheck__)
-"""`isinstance(message, ModelRequest)` as a C callable, for `filter`."""
 
 
 class _Download(Provider):
@@ -75,7 +72,7 @@ def any_needs_bytes(messages: Iterable[Message], needs_bytes: Callable[[UserCont
     """Whether an item of the user content of `messages` `needs_bytes`."""
     # Plain loops, not nested generators, and the requests picked out in C: this runs over a
     # history on every request.
-    for message in filter(_is_request, messages):
+    for message in filter(is_request, messages):
         for part in message.parts:
             if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
                 for item in part.content:

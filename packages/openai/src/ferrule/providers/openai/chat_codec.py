@@ -22,7 +22,7 @@ Decoding notes:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from typing import Any, Final, assert_never
 
 import msgspec
@@ -335,6 +335,8 @@ def _assistant_message(
 
 
 _ENCODE = msgspec.json.Encoder().encode
+_SPLICED_KEYS = frozenset({"model", "messages"})
+"""The body keys `_encoded_body` writes itself, first."""
 
 
 def _message_items(
@@ -374,14 +376,13 @@ def _is_system_text(item: dict[str, Any], role: str) -> bool:
     return item["role"] == role and isinstance(item["content"], str)
 
 
-def _encoded_messages(
-    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
-) -> msgspec.Raw:
-    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`.
-
-    Byte for byte what encoding `_messages` gives: the leading system messages (which the dialect
-    may merge into one) are mapped on every request; every message after them goes through the
-    cache, which encodes it again when it changed.
+def _history_encoding(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str
+) -> tuple[bytes, int, Hashable, Callable[[Message], bytes]]:
+    """How the `messages` array of `call` goes through a `WireCache`: the JSON items of the leading
+    system messages (which the dialect may merge into one), mapped on every request; where the
+    history the cache encodes starts, after them; its view; and one message's fragment. The lead
+    and the fragments joined with commas are byte for byte the items `_messages` gives.
     """
     system_role = dialect.system_role
     lead: list[dict[str, Any]] = []
@@ -399,10 +400,18 @@ def _encoded_messages(
     def encode(message: Message) -> bytes:
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
-    head = _ENCODE(lead)[1:-1]
-    tail = cache.encode(history, view, encode, start=index)
-    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
-    return msgspec.Raw(b"".join((b"[", head, b"," if head and tail else b"", tail, b"]")))
+    return _ENCODE(lead)[1:-1], index, view, encode
+
+
+def _encoded_messages(
+    call: ModelCall, dialect: ChatDialect, provider_name: str, model_name: str, cache: WireCache
+) -> msgspec.Raw:
+    """The `messages` array of `call` as JSON, each history message's fragment reused from `cache`,
+    which encodes it again when it changed (see `_history_encoding`)."""
+    head, index, view, encode = _history_encoding(call, dialect, provider_name, model_name)
+    return msgspec.Raw(
+        cache.encode(call.messages, view, encode, start=index, before=b"[", lead=head, after=b"]")
+    )
 
 
 def _request_part(
@@ -577,13 +586,26 @@ def build_request(
     by URL, which must be downloaded first), and `UserError` for other input it would reject.
     """
     dialect = dialect or _DEFAULT_DIALECT
-    settings = call.settings
     body: dict[str, Any] = {
         "model": model_name,
         "messages": _messages(call, dialect, provider_name, model_name)
         if wire_cache is None
         else _encoded_messages(call, dialect, provider_name, model_name, wire_cache),
     }
+    _fill(body, call, dialect, stream, provider_name, extra_owned_keys)
+    return body
+
+
+def _fill(
+    body: dict[str, Any],
+    call: ModelCall,
+    dialect: ChatDialect,
+    stream: bool,
+    provider_name: str,
+    extra_owned_keys: Collection[str],
+) -> None:
+    """Everything of the request body after `model` and `messages` (which `body` holds), in order."""
+    settings = call.settings
     tools = list(call.all_tools)
     if tools:
         choice, keep = _tool_choice(call, dialect, [t.name for t in tools])
@@ -640,7 +662,40 @@ def build_request(
     extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
     if extra:
         body.update(extra)
-    return body
+
+
+def _encoded_body(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ChatDialect | None,
+    stream: bool,
+    provider_name: str,
+    extra_owned_keys: Collection[str],
+    wire_cache: WireCache,
+    extra_fields: dict[str, Any],
+) -> bytes:
+    """`build_request` with `wire_cache`, updated with `extra_fields` (which sets neither `model`
+    nor `messages`) and encoded as JSON: the same bytes, with the history's JSON copied once.
+
+    The body is `{"model":…,"messages":[…]` and then the rest of its fields, in the same order; so
+    the cache joins the history's bytes with what goes before and after them (the rest encoded on
+    its own), rather than the history being joined, wrapped in brackets and copied by the encoder.
+    """
+    resolved = dialect or _DEFAULT_DIALECT
+    head, index, view, encode = _history_encoding(call, resolved, provider_name, model_name)
+
+    def after() -> bytes:
+        # Called once the history is encoded, so that its errors come first, as in `build_request`.
+        body: dict[str, Any] = {"model": model_name, "messages": None}
+        _fill(body, call, resolved, stream, provider_name, extra_owned_keys)
+        body.update(extra_fields)
+        del body["model"], body["messages"]
+        rest = _ENCODE(body)  # `{…}`: the fields after the messages, `{}` when there are none
+        return b"]," + rest[1:] if len(rest) > 2 else b"]}"
+
+    before = b"".join((b'{"model":', _ENCODE(model_name), b',"messages":['))
+    return wire_cache.encode(call.messages, view, encode, start=index, before=before, lead=head, after=after)
 
 
 encode_request = json_encoded(build_request)
@@ -1234,6 +1289,20 @@ class ChatCodec:
         """The request for `call` (see [`build_request`][ferrule.providers.openai.chat_codec.build_request])."""
         if self.model_name is None:
             raise UserError("ChatCodec needs a model_name to encode a request")
+        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
+        cache = self.wire_cache
+        if cache is not None and not _SPLICED_KEYS.intersection(self.extra_fields):
+            data = _encoded_body(
+                call,
+                model_name=self.model_name,
+                dialect=self.dialect,
+                stream=stream,
+                provider_name=self.provider_name,
+                extra_owned_keys=self.extra_owned_keys,
+                wire_cache=cache,
+                extra_fields=self.extra_fields,
+            )
+            return WireRequest(body=data, headers=headers)
         body = build_request(
             call,
             model_name=self.model_name,
@@ -1241,10 +1310,9 @@ class ChatCodec:
             stream=stream,
             provider_name=self.provider_name,
             extra_owned_keys=self.extra_owned_keys,
-            wire_cache=self.wire_cache,
+            wire_cache=cache,
         )
         body.update(self.extra_fields)
-        headers = {"x-client-request-id": call.request_id} if call.request_id else {}
         return WireRequest(body=msgspec.json.encode(body), headers=headers)
 
     def decode(self, body: bytes) -> ModelResponse:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, assert_never
 
 import msgspec
@@ -323,19 +323,30 @@ def _input(
 _ENCODE = msgspec.json.Encoder().encode
 
 
-def _encoded_input(
-    call: ModelCall, dialect: ResponsesDialect, provider_name: str, model_name: str, cache: WireCache
-) -> msgspec.Raw:
-    """The `input` array of `call` as JSON, each history message's items reused from `cache`
-    (byte for byte what encoding `_input` gives)."""
+def _encoded_items(
+    call: ModelCall,
+    dialect: ResponsesDialect,
+    provider_name: str,
+    model_name: str,
+    cache: WireCache,
+    before: bytes,
+    after: bytes | Callable[[], bytes],
+) -> bytes:
+    """The items of the `input` array of `call` as JSON between `before` and `after`, each history
+    message's items reused from `cache` (byte for byte what encoding `_input` gives)."""
 
     def encode(message: Message) -> bytes:
         return _ENCODE(_message_items(message, dialect, provider_name, model_name))[1:-1]
 
-    # One join: the history's JSON is most of the body, and each `+` would copy all of it again.
-    return msgspec.Raw(
-        b"".join((b"[", cache.encode(call.messages, (dialect, provider_name, model_name), encode), b"]"))
-    )
+    view = (dialect, provider_name, model_name)
+    return cache.encode(call.messages, view, encode, before=before, after=after)
+
+
+def _encoded_input(
+    call: ModelCall, dialect: ResponsesDialect, provider_name: str, model_name: str, cache: WireCache
+) -> msgspec.Raw:
+    """The `input` array of `call` as JSON, each history message's items reused from `cache`."""
+    return msgspec.Raw(_encoded_items(call, dialect, provider_name, model_name, cache, b"[", b"]"))
 
 
 def _message_items(
@@ -466,13 +477,27 @@ def build_request(
     replay); `provider_name` selects what may be replayed and which `extra_body` entry applies.
     """
     dialect = dialect or _DEFAULT_DIALECT
-    settings = call.settings
     body: dict[str, Any] = {
         "model": model_name,
         "input": _input(call, dialect, provider_name, model_name)
         if wire_cache is None
         else _encoded_input(call, dialect, provider_name, model_name, wire_cache),
     }
+    _fill(body, call, dialect, profile, stream, provider_name, extra_owned_keys)
+    return body
+
+
+def _fill(
+    body: dict[str, Any],
+    call: ModelCall,
+    dialect: ResponsesDialect,
+    profile: ModelProfile | None,
+    stream: bool,
+    provider_name: str,
+    extra_owned_keys: Collection[str],
+) -> None:
+    """Everything of the request body after `model` and `input` (which `body` holds), in order."""
+    settings = call.settings
     if call.instructions:
         body["instructions"] = call.instructions
     _add_tools(body, call)
@@ -498,7 +523,36 @@ def build_request(
     extra = settings.extra_body_for(provider_name, OWNED_KEYS | set(extra_owned_keys) | set(body))
     if extra:
         body.update(extra)
-    return body
+
+
+def _encoded_body(
+    call: ModelCall,
+    *,
+    model_name: str,
+    dialect: ResponsesDialect | None,
+    profile: ModelProfile | None,
+    stream: bool,
+    provider_name: str,
+    wire_cache: WireCache,
+) -> bytes:
+    """`build_request` with `wire_cache`, encoded as JSON: the same bytes, the history's copied once.
+
+    The body is `{"model":…,"input":[…]` and then the rest of its fields, in the same order; so the
+    cache joins the history's bytes with what goes before and after them (the rest encoded on its
+    own), rather than the history being joined, wrapped in brackets and copied by the encoder.
+    """
+    resolved = dialect or _DEFAULT_DIALECT
+
+    def after() -> bytes:
+        # Called once the history is encoded, so that its errors come first, as in `build_request`.
+        body: dict[str, Any] = {"model": model_name, "input": None}
+        _fill(body, call, resolved, profile, stream, provider_name, ())
+        del body["model"], body["input"]
+        rest = _ENCODE(body)  # `{…}`: the fields after the input, `{}` when there are none
+        return b"]," + rest[1:] if len(rest) > 2 else b"]}"
+
+    before = b"".join((b'{"model":', _ENCODE(model_name), b',"input":['))
+    return _encoded_items(call, resolved, provider_name, model_name, wire_cache, before, after)
 
 
 def _add_tools(body: dict[str, Any], call: ModelCall) -> None:
@@ -1275,14 +1329,26 @@ class ResponsesCodec:
         """The request for `call` (see [`build_request`][ferrule.providers.openai.responses_codec.build_request])."""
         if self.model_name is None:
             raise UserError("ResponsesCodec needs a model_name to encode a request")
-        body = encode_request(
-            call,
-            model_name=self.model_name,
-            dialect=self.dialect,
-            profile=self.profile,
-            stream=stream,
-            provider_name=self.provider_name,
-            wire_cache=self.wire_cache,
+        cache = self.wire_cache
+        body = (
+            encode_request(
+                call,
+                model_name=self.model_name,
+                dialect=self.dialect,
+                profile=self.profile,
+                stream=stream,
+                provider_name=self.provider_name,
+            )
+            if cache is None
+            else _encoded_body(
+                call,
+                model_name=self.model_name,
+                dialect=self.dialect,
+                profile=self.profile,
+                stream=stream,
+                provider_name=self.provider_name,
+                wire_cache=cache,
+            )
         )
         headers = {"x-client-request-id": call.request_id} if call.request_id else {}
         return WireRequest(body=body, headers=headers)
