@@ -445,3 +445,12 @@ def test_whole_chunks_of_one_shape_are_parsed_at_once(monkeypatch: pytest.Monkey
     with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
         parser.feed(b"data: " + b"x" * 35 + b"\n\n")
     assert parsed == [3, 2, -1, -1]
+
+
+def test_a_long_line_of_data_fields_is_parsed_in_linear_time() -> None:
+    # Searching for one-line events in it would retry each `data: ` to the end of the line
+    # (hours for a few megabytes); the whole-chunk path first checks the run, anchored.
+    line = b"data: " * 100_000
+    assert parse(line + b"\nx\n\n") == [SseEvent(data=line[6:].decode())]  # `x`: a field, ignored
+    name = b"event: " * 50_000
+    assert parse(name + b"\ndata: x\nmore\n\n") == [SseEvent(event=name[7:].decode(), data="x")]

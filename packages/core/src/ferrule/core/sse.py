@@ -9,7 +9,6 @@ grows past its limit, so a hostile stream cannot make it buffer more than the li
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import msgspec
@@ -26,12 +25,13 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 
 # A run of events that are each one `data: ` line (a Chat Completions stream), or each an
-# `event: ` line and a `data: ` line (a Responses or Messages stream); `_whole_events` checks that
-# the matches cover the text.
+# `event: ` line and a `data: ` line (a Responses or Messages stream), and one such event. The run
+# is matched first, anchored and without backtracking (linear in the text); searching for events
+# in text that is not such a run could retry each `data: ` of a long line to its end.
+_DATA_EVENTS = re.compile(r"(?:data: [^\n]*+\n\n)*+")
 _DATA_EVENT = re.compile(r"data: ([^\n]*)\n\n")
-_DATA_EVENT_SIZE = len("data: \n\n")
+_NAMED_EVENTS = re.compile(r"(?:event: [^\n]*+\ndata: [^\n]*+\n\n)*+")
 _NAMED_EVENT = re.compile(r"event: ([^\n]*)\ndata: ([^\n]*)\n\n")
-_NAMED_EVENT_SIZE = len("event: \ndata: \n\n")
 
 
 class SseEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -221,14 +221,12 @@ class SseParser:
             return None  # replaced character by character, block by block, as lines are
         last_id = self._last_id
         if text.startswith("d"):
-            data = _DATA_EVENT.findall(text)
-            # Disjoint matches as long as the text are all of it, back to back.
-            if _DATA_EVENT_SIZE * len(data) + sum(map(len, data)) != len(text):
+            if _DATA_EVENTS.fullmatch(text) is None:
                 return None
-            return [SseEvent(data=value, id=last_id) for value in data]
-        named: list[tuple[str, str]] = _NAMED_EVENT.findall(text)
-        if _NAMED_EVENT_SIZE * len(named) + sum(map(len, itertools.chain.from_iterable(named))) != len(text):
+            return [SseEvent(data=value, id=last_id) for value in _DATA_EVENT.findall(text)]
+        if _NAMED_EVENTS.fullmatch(text) is None:
             return None
+        named: list[tuple[str, str]] = _NAMED_EVENT.findall(text)
         return [SseEvent(event=name or "message", data=value, id=last_id) for name, value in named]
 
     def _feed_lines(self, chunk: bytes) -> list[SseEvent]:
