@@ -485,30 +485,54 @@ def _provider_error(
     )
 
 
-def _sized_bound(limits: JsonLimits) -> int:
-    """The most bytes a document may have for its size alone to keep it within every limit but
-    `max_depth`: each bound `_bounded` tests by size (`check` finds nothing more in such a document)."""
-    return min(limits.max_bytes, limits.max_number_chars, 2 * limits.max_items, limits.max_string_bytes + 2)
+class FastPathDecoder(Generic[T]):
+    """Decodes a small document into a narrow type when it fits it, for a fast path beside a full
+    decoder (a [`ProviderDecoder`][ferrule.core.bounded_json.ProviderDecoder] of the same limits).
 
-
-def _provably_within(data: JsonInput, sized: int, max_depth: int) -> bool:
-    """Whether `data`, once msgspec has parsed it as one document, is within the limits `sized`
-    (see `_sized_bound`) and `max_depth` stand for, by its length and bracket count alone.
-
-    What `_bounded` proves without calling the scan, for a `str` or `bytes` document, without
-    encoding it: a `str` of `n` characters has at most `4 * n` UTF-8 bytes (exactly `n` in ASCII),
-    and a well-formed document nests at most half its characters deep and at most as deep as it
-    has opening brackets (those in strings counted too).
+    A stream decoder gives it each event first: [`decode`][ferrule.core.bounded_json.FastPathDecoder.decode]
+    returns the document as `type` only when the document is provably within `limits` by its size
+    (what `decode` would check without a scan) and matches `type` (strictly, unless `strict=False`);
+    otherwise it returns `None`, and the full decoder decodes the document, checking its limits and
+    reporting what is wrong. `type` should be a `msgspec.Struct` type: a document that decodes to
+    `None` is not told apart from one that does not fit.
     """
-    if type(data) is str:
-        n = len(data)
-        if n > sized or (n * 4 > sized and not data.isascii()):
-            return False
-        return n <= 2 * max_depth or data.count("{") + data.count("[") <= max_depth
-    if type(data) is bytes:
-        n = len(data)
-        return n <= sized and (n <= 2 * max_depth or data.count(b"{") + data.count(b"[") <= max_depth)
-    return False
+
+    __slots__ = ("_decoder", "_depth", "_shallow", "_sized", "limits")
+
+    def __init__(self, type: type[T], limits: JsonLimits, *, strict: bool = True) -> None:
+        self._decoder: msgspec.json.Decoder[T] = _get_decoder(type, None, strict)
+        self.limits = limits
+        """The limits a document must provably respect to be decoded here."""
+        # At most this many bytes, a document is within every limit but `max_depth`: each bound
+        # `_bounded` tests by size alone (`check` would find nothing more).
+        self._sized = min(
+            limits.max_bytes, limits.max_number_chars, 2 * limits.max_items, limits.max_string_bytes + 2
+        )
+        # At most this many characters, a well-formed document is within `max_depth` too (it
+        # nests at most half its characters deep); past them, when it has no more opening
+        # brackets than `max_depth` (those in strings counted too), as `_bounded` counts them.
+        self._shallow = 2 * limits.max_depth
+        self._depth = limits.max_depth
+
+    def decode(self, data: JsonInput) -> T | None:
+        """`data` as the narrow type, or `None` (decode it with the full decoder); never raises."""
+        if type(data) is str:
+            # A `str` of n characters has at most 4n UTF-8 bytes (exactly n in ASCII).
+            n = len(data)
+            if n > self._sized or (n * 4 > self._sized and not data.isascii()):
+                return None
+            if n > self._shallow and data.count("{") + data.count("[") > self._depth:
+                return None
+        elif type(data) is bytes:
+            n = len(data)
+            if n > self._sized or (n > self._shallow and data.count(b"{") + data.count(b"[") > self._depth):
+                return None
+        else:
+            return None  # another buffer: the full decoder copies it first
+        try:
+            return self._decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
+            return None  # msgspec.ValidationError is a DecodeError; a lone surrogate
 
 
 class ProviderDecoder(Generic[T]):
@@ -519,7 +543,7 @@ class ProviderDecoder(Generic[T]):
     again for every document.
     """
 
-    __slots__ = ("_decoder", "_sized", "limits", "what")
+    __slots__ = ("_decoder", "_small", "limits", "what")
 
     def __init__(self, type: type[T], limits: JsonLimits, what: str) -> None:
         self._decoder = _get_decoder(type, None, False)
@@ -527,52 +551,20 @@ class ProviderDecoder(Generic[T]):
         """The limits every document is checked against."""
         self.what = what
         """What a document is, for the error message (`"a Chat Completions stream chunk"`)."""
-        self._sized = _sized_bound(limits)
+        self._small = FastPathDecoder(type, limits, strict=False)
 
     def decode(
         self, data: JsonInput, *, provider_name: str | None = None, model_name: str | None = None
     ) -> T:
         """Decode one document; any failure, limits included, raises `ResponseDecodeError`."""
-        limits = self.limits
-        if _provably_within(data, self._sized, limits.max_depth):
-            # Most stream events: no size check, encoding or scan before the decode. A document
-            # msgspec refuses takes the path below, which raises what the checks find first, as
-            # for any document.
-            try:
-                return self._decoder.decode(data)
-            except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
-                pass
+        # Most stream events: no size check, encoding or scan before the decode. A document
+        # msgspec refuses (or one that decodes to `None`) takes the path below, which raises what
+        # the checks find first, as for any document.
+        found = self._small.decode(data)
+        if found is not None:
+            return found
         try:
+            limits = self.limits
             return _decode_bounded(self._decoder, _bounded(data, limits), limits)
         except JsonError as exc:
             raise _provider_error(exc, self.what, provider_name, model_name) from None
-
-
-class FastPathDecoder(Generic[T]):
-    """Decodes a small document into a narrow type when it fits it, for a fast path beside a full
-    decoder (a [`ProviderDecoder`][ferrule.core.bounded_json.ProviderDecoder] of the same limits).
-
-    A stream decoder gives it each event first: [`decode`][ferrule.core.bounded_json.FastPathDecoder.decode]
-    returns the document as `type` only when the document is provably within `limits` by its size
-    (as `ProviderDecoder` proves it before decoding) and matches `type` strictly; otherwise it
-    returns `None`, and the full decoder decodes the document, checking its limits and reporting
-    what is wrong. `type` must be a `msgspec.Struct` type (a document never decodes to `None`).
-    """
-
-    __slots__ = ("_decoder", "_depth", "_sized", "limits")
-
-    def __init__(self, type: type[T], limits: JsonLimits) -> None:
-        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(type)
-        self.limits = limits
-        """The limits a document must provably respect to be decoded here."""
-        self._sized = _sized_bound(limits)
-        self._depth = limits.max_depth
-
-    def decode(self, data: JsonInput) -> T | None:
-        """`data` as the narrow type, or `None` (decode it with the full decoder); never raises."""
-        if _provably_within(data, self._sized, self._depth):
-            try:
-                return self._decoder.decode(data)
-            except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
-                pass  # msgspec.ValidationError is a DecodeError
-        return None
