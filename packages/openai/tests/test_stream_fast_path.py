@@ -2,9 +2,9 @@
 
 The Chat Completions decoder tries a chunk as a text-only delta first, the Responses decoder an
 event as a text delta; anything that does not fit goes the full way. Each recorded stream (the
-shared PydanticAI cassettes, read in place) is decoded with the fast path and without it: the
-events, the final response and any error must be the same, and the fast path must have taken
-most text deltas.
+shared PydanticAI cassettes, read in place) is decoded with the fast path and without it, as
+recorded and with fields changed from chunk to chunk: the events, the final response and any
+error must be the same, and the fast path must have taken most text deltas.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from urllib.parse import urlparse
 import msgspec
 import pytest
 
-from ferrule.core import bounded_json
 from ferrule.core.errors import ProviderError
 from ferrule.core.messages import TextPart
 from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import chat_codec, responses_codec
 from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.fast_path import Counted, comparable, decode_all, rewritten
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -39,61 +39,19 @@ def _api(it: Interaction) -> str | None:
 STREAMS = [it for it in iter_interactions(*OPENAI_FOLDERS) if it.is_stream and _api(it) is not None]
 
 
-class _Counted:
-    """A fast-path decoder that counts what it decoded, or one that never decodes."""
-
-    def __init__(self, inner: bounded_json.FastPathDecoder[Any] | None) -> None:
-        self.inner = inner
-        self.tried = 0
-        self.decoded = 0
-
-    def decode(self, data: str) -> Any:
-        self.tried += 1
-        found = None if self.inner is None else self.inner.decode(data)
-        self.decoded += found is not None
-        return found
-
-
 _FAST = {"chat": "_TEXT_CHUNK", "responses": "_TEXT_DELTA"}
 
 
 def _decode(
     api: str | None, body: bytes, monkeypatch: pytest.MonkeyPatch, fast: bool
-) -> tuple[list[ModelStreamEvent], tuple[type[ProviderError], str] | None, _Counted]:
+) -> tuple[list[ModelStreamEvent], tuple[type[ProviderError], str] | None, Counted]:
     module: Any = chat_codec if api == "chat" else responses_codec
-    counted = _Counted(getattr(module, _FAST[api or "chat"]) if fast else None)
+    counted = Counted(getattr(module, _FAST[api or "chat"]) if fast else None)
     with monkeypatch.context() as patch:
         patch.setattr(module, _FAST[api or "chat"], counted)
         decoder = module.ChatStreamDecoder() if api == "chat" else module.ResponsesStreamDecoder()
-        parser = SseParser()
-        events: list[ModelStreamEvent] = []
-        try:
-            sse: list[SseEvent] = parser.feed(body) + parser.close()
-            for event in sse:
-                events.extend(decoder.feed(event))
-            events.extend(decoder.finish())
-        except ProviderError as exc:
-            return events, (type(exc), str(exc)), counted
-    return events, None, counted
-
-
-def _stamped(node: Any, started: datetime) -> Any:
-    """`node` with each `timestamp` taken when the stream was decoded (not sent) made `"now"`."""
-    if isinstance(node, dict):
-        items: dict[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
-        return {
-            key: "now"
-            if key == "timestamp" and isinstance(value, str) and datetime.fromisoformat(value) >= started
-            else _stamped(value, started)
-            for key, value in items.items()
-        }
-    if isinstance(node, list):
-        return [_stamped(value, started) for value in node]  # pyright: ignore[reportUnknownVariableType]
-    return node
-
-
-def _comparable(events: list[ModelStreamEvent], started: datetime) -> Any:
-    return _stamped(msgspec.to_builtins(events), started)
+        events, error = decode_all(decoder, body)
+    return events, error, counted
 
 
 @pytest.mark.parametrize("it", STREAMS, ids=lambda it: it.id)
@@ -102,7 +60,7 @@ def test_fast_path_is_the_full_path(it: Interaction, monkeypatch: pytest.MonkeyP
     fast_events, fast_error, _ = _decode(_api(it), it.response_bytes, monkeypatch, fast=True)
     full_events, full_error, never = _decode(_api(it), it.response_bytes, monkeypatch, fast=False)
     assert fast_error == full_error
-    assert _comparable(fast_events, started) == _comparable(full_events, started)
+    assert comparable(fast_events, started) == comparable(full_events, started)
     assert never.decoded == 0
     if _api(it) == "chat":
         # Tried from the second chunk on, and given up after a few chunks that do not fit.
@@ -183,24 +141,12 @@ def test_fast_path_is_the_full_path_as_fields_change(
     it: Interaction, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The recording with fields that change from chunk to chunk, appear late or take odd values.
-    mutate = _mutated_chat if _api(it) == "chat" else _mutated_responses
-    parser = SseParser()
-    out: list[bytes] = []
-    for n, event in enumerate(parser.feed(it.response_bytes) + parser.close()):
-        try:
-            data = msgspec.json.decode(event.data)
-        except msgspec.DecodeError:
-            data = None
-        if isinstance(data, dict):
-            event = msgspec.structs.replace(event, data=msgspec.json.encode(mutate(data, n)).decode())
-        named = f"event: {event.event}\n" if event.event != "message" else ""
-        out.append(f"{named}data: {event.data}\n\n".encode())
-    body = b"".join(out)
+    body = rewritten(it.response_bytes, _mutated_chat if _api(it) == "chat" else _mutated_responses)
     started = datetime.now(UTC)
     fast_events, fast_error, _ = _decode(_api(it), body, monkeypatch, fast=True)
     full_events, full_error, _ = _decode(_api(it), body, monkeypatch, fast=False)
     assert fast_error == full_error
-    assert _comparable(fast_events, started) == _comparable(full_events, started)
+    assert comparable(fast_events, started) == comparable(full_events, started)
 
 
 def test_text_deltas_of_two_contents_of_one_item_make_two_parts() -> None:
