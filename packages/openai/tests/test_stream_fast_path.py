@@ -63,8 +63,8 @@ def test_fast_path_is_the_full_path(it: Interaction, monkeypatch: pytest.MonkeyP
     assert comparable(fast_events, started) == comparable(full_events, started)
     assert never.decoded == 0
     if _api(it) == "chat":
-        # Tried from the second chunk on, and given up after a few chunks that do not fit.
-        assert never.tried <= chat_codec._FAST_MISSES
+        # Tried from the second chunk on, given up after a few chunks that do not fit, tried once more.
+        assert never.tried <= 2 * chat_codec._FAST_MISSES
 
 
 def test_the_fast_paths_take_most_text_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,3 +169,44 @@ def test_text_deltas_of_two_contents_of_one_item_make_two_parts() -> None:
     events = decoder.finish()
     assert isinstance(events[-1], ResponseCompleted)
     assert [p.content for p in events[-1].response.parts if isinstance(p, TextPart)] == ["abd", "ce"]
+
+
+def _chat_body(deltas: list[dict[str, Any]], **extra: Any) -> bytes:
+    chunks = [
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}], **extra} for delta in deltas
+    ]
+    chunks.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return (
+        b"".join(b"data: " + msgspec.json.encode(chunk) + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+    )
+
+
+def test_the_chat_fast_path_is_tried_again_once_text_follows_reasoning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    thinking = [{"reasoning_content": f"r{i} "} for i in range(20)]
+    text = [{"content": f"t{i} "} for i in range(20)]
+    body = _chat_body(thinking + text)
+    started = datetime.now(UTC)
+    events, error, counted = _decode("chat", body, monkeypatch, fast=True)
+    assert error is None
+    # 8 reasoning chunks tried; the first text chunk on the full path; the other 19, the last
+    # chunk and `[DONE]` tried, all but `[DONE]` decoded.
+    assert (counted.tried, counted.decoded) == (chat_codec._FAST_MISSES + 21, 20)
+    assert comparable(events, started) == comparable(
+        _decode("chat", body, monkeypatch, fast=False)[0], started
+    )
+
+
+def test_the_chat_fast_path_gives_up_on_chunks_that_never_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Usage on every chunk: tried 8 times, once more from a text chunk, then not again.
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    body = _chat_body([{"content": f"t{i} "} for i in range(100)], usage=usage)
+    _, error, counted = _decode("chat", body, monkeypatch, fast=True)
+    assert error is None
+    assert (counted.tried, counted.decoded) == (2 * chat_codec._FAST_MISSES, 0)
+    calls = [{"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}]}]
+    calls += [{"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]} for _ in range(100)]
+    _, error, counted = _decode("chat", _chat_body(calls), monkeypatch, fast=True)
+    assert error is None
+    assert (counted.tried, counted.decoded) == (chat_codec._FAST_MISSES, 0)

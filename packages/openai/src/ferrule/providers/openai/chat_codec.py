@@ -1012,9 +1012,11 @@ class ChatStreamDecoder:
         self._thinking_started = False
         self._finished = False
         # Whether chunks are tried on the fast path first: from the second chunk (the first sets
-        # up the stream's IDs) until `[DONE]` or `_FAST_MISSES` chunks that did not fit.
+        # up the stream's IDs) until `[DONE]` or `_FAST_MISSES` chunks that did not fit; once
+        # more from the next text-only chunk after that.
         self._fast = False
         self._misses = 0
+        self._rearmed = False
 
     @property
     def done(self) -> bool:
@@ -1143,7 +1145,14 @@ class ChatStreamDecoder:
             # Only text (or nothing): most chunks of a stream.
             if content is None:
                 return []
-            text = content if type(content) is str else _text_of(content)
+            if type(content) is str:
+                if content and not self._fast and not self._rearmed:
+                    # Text after chunks that did not fit (a reasoning model's thinking): try the
+                    # fast path again, once a stream.
+                    self._fast = self._rearmed = True
+                    self._misses = 0
+                return builder.text(content) if content else []
+            text = _text_of(content)
             return builder.text(text) if text else []
         events: list[ModelStreamEvent] = []
         thinking, field = _thinking_of(delta)
