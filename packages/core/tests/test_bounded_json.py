@@ -6,6 +6,7 @@ exercise the fast path, where a document too short to exceed a limit is not scan
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
@@ -682,3 +683,137 @@ def test_provider_decoder_limits_at_and_one_past() -> None:
     assert decoder.decode('{"items": [[[1]]]}').items == [[[1]]]
     with pytest.raises(ResponseDecodeError, match="max_depth"):
         decoder.decode('{"items": [[[[1]]]]}')
+
+
+@pytest.mark.parametrize(
+    ("doc", "lim"),
+    [
+        # Longer than twice max_depth: within the limits when it has no more brackets than max_depth.
+        ('{"id": "' + "x" * 60 + '", "items": [[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]}', limits(max_depth=16)),
+        ('{"id": "' + "x" * 60 + '", "items": [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}', limits(max_depth=16)),
+        # More brackets than max_depth but shallow (in a string): the scan decides.
+        ('{"id": "' + "[" * 40 + '", "items": [1]}', limits(max_depth=16)),
+        ('{"id": "' + "{" * 40 + '", "items": [[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}', limits(max_depth=16)),
+        # Not ASCII, up to a quarter of the bounds in characters (four bytes each at most).
+        ('{"id": "' + "é" * 30 + '"}', limits(max_depth=16, max_string_bytes=60)),
+        ('{"id": "' + "é" * 30 + '"}', limits(max_depth=16, max_string_bytes=59)),
+        ('{"id": "' + "😀" * 30 + '"}', limits(max_depth=16, max_string_bytes=120)),
+        ('{"id": "' + "😀" * 30 + '"}', limits(max_depth=16, max_string_bytes=119)),
+        ('{"items": [' + "1," * 200 + "1]}", limits(max_depth=16, max_items=201)),
+        ('{"items": [' + "1," * 200 + "1]}", limits(max_depth=16, max_items=200)),
+    ],
+)
+def test_provider_decoder_past_twice_max_depth_is_decode_provider_json(doc: str, lim: JsonLimits) -> None:
+    test_provider_decoder_is_decode_provider_json(doc, lim)
+
+
+def test_provider_decoder_refuses_a_lone_surrogate_as_decode_provider_json_does() -> None:
+    decoder = bj.ProviderDecoder(_Chunk, limits(max_depth=16), "a test chunk")
+    with pytest.raises(ResponseDecodeError, match="lone surrogate"):
+        decoder.decode('{"id": "\ud800"}')
+    with pytest.raises(ResponseDecodeError, match="lone surrogate"):
+        bj.decode_provider_json('{"id": "\ud800"}', _Chunk, limits(max_depth=16), "a test chunk")
+
+
+# --- FastPathDecoder --------------------------------------------------------------------------
+
+
+class _Text(msgspec.Struct):
+    text: str
+    kind: None = None
+
+
+class _Any(msgspec.Struct):
+    v: Any
+
+
+def test_fast_path_decoder_decodes_only_what_fits() -> None:
+    decoder = bj.FastPathDecoder(_Text, limits(max_depth=8))
+    assert decoder.decode('{"text": "a", "other": [1, {"b": 2}]}') == _Text("a")
+    assert decoder.decode(b'{"text": "\xc3\xa9"}') == _Text("é")
+    assert decoder.decode('{"text": "é"}') == _Text("é")
+    for misfit in (
+        '{"text": 1}',  # strict: no conversion
+        '{"text": "a", "kind": "x"}',
+        '{"other": 1}',
+        '{"text": "a"',
+        '{"text": "a"} 1',
+        b'{"text": "\xff"}',
+        '{"text": "\ud800"}',
+        "",
+    ):
+        assert decoder.decode(misfit) is None
+    assert decoder.decode(bytearray(b'{"text": "a"}')) is None  # another buffer: the full path's
+    assert decoder.decode(memoryview(b'{"text": "a"}')) is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "at", "past"),
+    [
+        ("max_depth", '{"text": "a", "o": [[[1]]]}', '{"text": "a", "o": [[[[1]]]]}'),
+        ("max_string_bytes", '{"text": "abcd"}', '{"text": "abcde"}'),
+        ("max_items", '{"text": "a", "o": [1, 2, 3]}', '{"text": "a", "o": [1, 2, 3, 4]}'),
+        ("max_number_chars", '{"text": "a", "o": 1234}', '{"text": "a", "o": 12345}'),
+        ("max_bytes", '{"text": "abcdefghijklmnopq"}', '{"text": "abcdefghijklmnopqr"}'),
+    ],
+)
+def test_fast_path_decoder_never_decodes_past_a_limit(limit: str, at: str, past: str) -> None:
+    bound = {"max_depth": 4, "max_string_bytes": 4, "max_items": 3, "max_number_chars": 4, "max_bytes": 29}
+    lim = limits(**{limit: bound[limit]})
+    bj.validate(at, lim)
+    with pytest.raises(JsonLimitError) as info:
+        bj.validate(past, lim)
+    assert info.value.limit == limit
+    assert bj.FastPathDecoder(_Text, lim).decode(past) is None
+    fast = bj.FastPathDecoder(_Text, lim).decode(at)
+    # At the limit: decoded when provably within (a document it cannot prove within goes on).
+    assert fast is not None or len(at) > 2 * 4
+
+
+def _outcome(decode: Any, data: bytes | str) -> tuple[bool, Any]:
+    try:
+        return True, decode(data).v
+    except ResponseDecodeError as exc:
+        return False, str(exc)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_paths_decode_only_documents_within_every_limit(seed: int) -> None:
+    # Random documents against limits around their own measurements: whatever a fast path
+    # decodes, the scan accepts, with the same value; the full decoder agrees with the function.
+    rng = random.Random(seed)
+    decoded = refused = 0
+    for _ in range(150):
+        value = {"v": _random_value(rng, 0)}
+        text = json.dumps(value, ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, 1]))
+        doc = text.encode()
+        measured = _measure(doc)
+        # Each limit near its measurement or loose (when all are, the fast paths may decode).
+        loose = rng.random() < 0.4
+        chosen = {
+            name: max(count + rng.choice([-1, 0, 0, 1, 7]), 1)
+            if not loose or rng.random() < 0.3
+            else (bj.MAX_SUPPORTED_DEPTH if name == "max_depth" else 1 << 20)
+            for name, count in measured.items()
+        }
+        lim = JsonLimits(max_bytes=len(doc) + rng.choice([-1, 0, 0, 50]), **cast("dict[str, Any]", chosen))
+        within = bj.is_valid(doc, lim)
+        for data in (doc, text):
+            fast = bj.FastPathDecoder(_Any, lim).decode(data)
+            if fast is not None:
+                assert within
+                assert fast.v == value["v"]
+                decoded += 1
+
+            full = _outcome(bj.ProviderDecoder(_Any, lim, "a test document").decode, data)
+            assert full == _outcome(
+                functools.partial(bj.decode_provider_json, type=_Any, limits=lim, what="a test document"),
+                data,
+            )
+            assert full[0] == within
+            if within:
+                assert full[1] == value["v"]
+            refused += not within
+    # Both outcomes were exercised.
+    assert decoded
+    assert refused

@@ -382,3 +382,75 @@ def test_repeated_event_names_in_whole_chunks() -> None:
     ]
     assert parse(stream) == expected
     assert parse(*(stream[i : i + 1] for i in range(len(stream)))) == expected
+
+
+# Values for the whole-chunk path: one-line values with spaces, colons, non-ASCII and invalid
+# UTF-8, and (for the fallback) a value that breaks the shape.
+_VALUE = st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")) | st.sampled_from(
+    [b"", b" lead", b"a: b", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"\xff", b"x\ndata: y", b"x\n\n\n"]
+)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from([b"", b"delta", b"d: e", b" sp"]), _VALUE), min_size=1, max_size=8),
+    st.booleans(),
+    st.booleans(),
+    st.integers(min_value=0, max_value=30),
+)
+def test_whole_chunks_of_one_shape_match_the_line_parser(
+    events: list[tuple[bytes, bytes]], named: bool, with_id: bool, tail: int
+) -> None:
+    # A chunk of complete events of one shape (one `data: ` line, or `event: ` and `data: `) is
+    # parsed at once; anything the shape does not cover must still give what the line parser gives.
+    blocks = [
+        (b"event: " + name + b"\n" if named else b"") + b"data: " + value + b"\n\n" for name, value in events
+    ]
+    head = b"id: 4\n\n" if with_id else b""
+    stream = head + b"".join(blocks) + b"data: rest"[:tail]
+    expected = parse(*(stream[i : i + 1] for i in range(len(stream))))
+    parser = SseParser()
+    if head:
+        assert parser.feed(head) == []
+    assert parse(stream[len(head) :], parser=parser) == expected
+
+
+def test_whole_chunks_of_one_shape_are_parsed_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[int] = []
+    whole_events = SseParser._whole_events
+
+    def counted(self: SseParser, head: bytes) -> list[SseEvent] | None:
+        events = whole_events(self, head)
+        parsed.append(-1 if events is None else len(events))
+        return events
+
+    monkeypatch.setattr(SseParser, "_whole_events", counted)
+    parser = SseParser(max_line_bytes=40)
+    assert parser.feed(b"data: a\n\ndata:  b\n\ndata: \xc3\xa9\n\ndata: c") == [
+        SseEvent(data="a"),
+        SseEvent(data=" b"),
+        SseEvent(data="é"),
+    ]
+    assert parser.feed(b"\n\nevent: x\ndata: 1\n\nevent: \ndata: 2\n\n") == [
+        SseEvent(data="c"),
+        SseEvent(event="x", data="1"),
+        SseEvent(data="2"),
+    ]
+    assert parser.feed(b"data: 1\n\nevent: x\ndata: 2\n\n") == [
+        SseEvent(data="1"),
+        SseEvent(event="x", data="2"),
+    ]
+    assert parser.feed(b"data: \xff\n\n") == [SseEvent(data="\ufffd")]
+    assert parsed == [3, 2, -1, -1]  # a mix, and invalid UTF-8, take the event-by-event path
+    # A chunk longer than a limit is parsed event by event, where the limits are checked.
+    with pytest.raises(ResponseTooLargeError, match="max_stream_line_bytes"):
+        parser.feed(b"data: " + b"x" * 35 + b"\n\n")
+    assert parsed == [3, 2, -1, -1]
+
+
+def test_a_long_line_of_data_fields_is_parsed_in_linear_time() -> None:
+    # Searching for one-line events in it would retry each `data: ` to the end of the line
+    # (hours for a few megabytes); the whole-chunk path first checks the run, anchored.
+    line = b"data: " * 100_000
+    assert parse(line + b"\nx\n\n") == [SseEvent(data=line[6:].decode())]  # `x`: a field, ignored
+    name = b"event: " * 50_000
+    assert parse(name + b"\ndata: x\nmore\n\n") == [SseEvent(event=name[7:].decode(), data="x")]

@@ -39,6 +39,7 @@ __all__ = [
     "SCHEMA",
     "STREAM_EVENT",
     "TOOL_ARGUMENTS",
+    "FastPathDecoder",
     "JsonError",
     "JsonInput",
     "JsonLimitError",
@@ -484,6 +485,56 @@ def _provider_error(
     )
 
 
+class FastPathDecoder(Generic[T]):
+    """Decodes a small document into a narrow type when it fits it, for a fast path beside a full
+    decoder (a [`ProviderDecoder`][ferrule.core.bounded_json.ProviderDecoder] of the same limits).
+
+    A stream decoder gives it each event first: [`decode`][ferrule.core.bounded_json.FastPathDecoder.decode]
+    returns the document as `type` only when the document is provably within `limits` by its size
+    (what `decode` would check without a scan) and matches `type` (strictly, unless `strict=False`);
+    otherwise it returns `None`, and the full decoder decodes the document, checking its limits and
+    reporting what is wrong. `type` should be a `msgspec.Struct` type: a document that decodes to
+    `None` is not told apart from one that does not fit.
+    """
+
+    __slots__ = ("_decoder", "_depth", "_shallow", "_sized", "limits")
+
+    def __init__(self, type: type[T], limits: JsonLimits, *, strict: bool = True) -> None:
+        self._decoder: msgspec.json.Decoder[T] = _get_decoder(type, None, strict)
+        self.limits = limits
+        """The limits a document must provably respect to be decoded here."""
+        # At most this many bytes, a document is within every limit but `max_depth`: each bound
+        # `_bounded` tests by size alone (`check` would find nothing more).
+        self._sized = min(
+            limits.max_bytes, limits.max_number_chars, 2 * limits.max_items, limits.max_string_bytes + 2
+        )
+        # At most this many characters, a well-formed document is within `max_depth` too (it
+        # nests at most half its characters deep); past them, when it has no more opening
+        # brackets than `max_depth` (those in strings counted too), as `_bounded` counts them.
+        self._shallow = 2 * limits.max_depth
+        self._depth = limits.max_depth
+
+    def decode(self, data: JsonInput) -> T | None:
+        """`data` as the narrow type, or `None` (decode it with the full decoder); never raises."""
+        if type(data) is str:
+            # A `str` of n characters has at most 4n UTF-8 bytes (exactly n in ASCII).
+            n = len(data)
+            if n > self._sized or (n * 4 > self._sized and not data.isascii()):
+                return None
+            if n > self._shallow and data.count("{") + data.count("[") > self._depth:
+                return None
+        elif type(data) is bytes:
+            n = len(data)
+            if n > self._sized or (n > self._shallow and data.count(b"{") + data.count(b"[") > self._depth):
+                return None
+        else:
+            return None  # another buffer: the full decoder copies it first
+        try:
+            return self._decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
+            return None  # msgspec.ValidationError is a DecodeError; a lone surrogate
+
+
 class ProviderDecoder(Generic[T]):
     """[`decode_provider_json`][ferrule.core.bounded_json.decode_provider_json] for one type, limits
     and description, built once: for documents decoded many times a response (stream events).
@@ -500,29 +551,18 @@ class ProviderDecoder(Generic[T]):
         """The limits every document is checked against."""
         self.what = what
         """What a document is, for the error message (`"a Chat Completions stream chunk"`)."""
-        # A document of at most this many bytes is within every limit once msgspec has parsed it:
-        # each bound `_bounded` tests by size alone, and nesting (a well-formed document's depth is
-        # at most half its size), which `_bounded` would count brackets for.
-        self._small = min(
-            limits.max_bytes,
-            limits.max_number_chars,
-            2 * limits.max_items,
-            limits.max_string_bytes + 2,
-            2 * limits.max_depth,
-        )
+        self._small = FastPathDecoder(type, limits, strict=False)
 
     def decode(
         self, data: JsonInput, *, provider_name: str | None = None, model_name: str | None = None
     ) -> T:
         """Decode one document; any failure, limits included, raises `ResponseDecodeError`."""
-        if ((type(data) is str and data.isascii()) or type(data) is bytes) and len(data) <= self._small:
-            # Most stream events: no size check, encoding or bracket count before the decode. A
-            # document msgspec refuses takes the path below, which raises what the checks find
-            # first, as for any document.
-            try:
-                return self._decoder.decode(data)
-            except (msgspec.DecodeError, RecursionError):
-                pass
+        # Most stream events: no size check, encoding or scan before the decode. A document
+        # msgspec refuses (or one that decodes to `None`) takes the path below, which raises what
+        # the checks find first, as for any document.
+        found = self._small.decode(data)
+        if found is not None:
+            return found
         try:
             limits = self.limits
             return _decode_bounded(self._decoder, _bounded(data, limits), limits)

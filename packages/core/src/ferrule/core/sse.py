@@ -9,6 +9,8 @@ grows past its limit, so a hostile stream cannot make it buffer more than the li
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from .errors import ResponseTooLargeError
@@ -21,6 +23,15 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Default largest `data` of one event (lines joined by `\\n`), in bytes: 16 MiB."""
 
 _BOM = b"\xef\xbb\xbf"
+
+# A run of events that are each one `data: ` line (a Chat Completions stream), or each an
+# `event: ` line and a `data: ` line (a Responses or Messages stream), and one such event. The run
+# is matched first, anchored and without backtracking (linear in the text); searching for events
+# in text that is not such a run could retry each `data: ` of a long line to its end.
+_DATA_EVENTS = re.compile(r"(?:data: [^\n]*+\n\n)*+")
+_DATA_EVENT = re.compile(r"data: ([^\n]*)\n\n")
+_NAMED_EVENTS = re.compile(r"(?:event: [^\n]*+\ndata: [^\n]*+\n\n)*+")
+_NAMED_EVENT = re.compile(r"event: ([^\n]*)\ndata: ([^\n]*)\n\n")
 
 
 class SseEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,13 +147,23 @@ class SseParser:
     def _feed_blocks(self, chunk: bytes) -> list[SseEvent]:
         """`feed` for a chunk that starts at an event boundary and has only LF line breaks.
 
-        Decodes the chunk once and splits it on blank lines once, in C; an event that is one
-        `data:` line, or an `event:` line and one `data:` line (nearly every event of a model
-        stream), is dispatched without walking its lines. Anything else goes through the line
-        parser, which also enforces the limits on anything that could exceed them.
+        A chunk within the limits whose complete events all have one shape, one `data: ` line or
+        an `event: ` line and a `data: ` line (nearly every read of a model stream), is parsed in
+        one pass in C. Otherwise it decodes the chunk once and splits it on blank lines once; an
+        event of either shape is dispatched without walking its lines. Anything else goes
+        through the line parser, which also enforces the limits on anything that could exceed them.
         """
-        events: list[SseEvent] = []
         small = min(self._max_line, self._max_event)
+        if len(chunk) <= small:
+            # Every line and event of the chunk is within the limits.
+            end = chunk.rfind(b"\n\n") + 2
+            if end > 2:
+                whole = self._whole_events(chunk[:end])
+                if whole is not None:
+                    if end < len(chunk):
+                        whole.extend(self._feed_lines(chunk[end:]))
+                    return whole
+        events: list[SseEvent] = []
         raws: list[bytes] | None = None
         if chunk.isascii():
             blocks = chunk.decode("ascii").split("\n\n")
@@ -188,6 +209,25 @@ class SseParser:
         if rest:
             events.extend(self._feed_lines(rest))
         return events
+
+    def _whole_events(self, head: bytes) -> list[SseEvent] | None:
+        """The events of `head`, complete events within the limits, when they are all of one of
+        the two common shapes and `head` is valid UTF-8 (decoded at once, in C); else `None`."""
+        if not head.startswith((b"data: ", b"event: ")):
+            return None
+        try:
+            text = head.decode("ascii") if head.isascii() else head.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # replaced character by character, block by block, as lines are
+        last_id = self._last_id
+        if text.startswith("d"):
+            if _DATA_EVENTS.fullmatch(text) is None:
+                return None
+            return [SseEvent(data=value, id=last_id) for value in _DATA_EVENT.findall(text)]
+        if _NAMED_EVENTS.fullmatch(text) is None:
+            return None
+        named: list[tuple[str, str]] = _NAMED_EVENT.findall(text)
+        return [SseEvent(event=name or "message", data=value, id=last_id) for name, value in named]
 
     def _feed_lines(self, chunk: bytes) -> list[SseEvent]:
         if self._skip_lf:

@@ -225,6 +225,12 @@ class _Current:
         self.signed = signed
 
 
+# Decoded once per stream event: the bounded decoder is built once.
+_CHUNK: Final = bounded_json.ProviderDecoder(
+    GenerateContentResponse, bounded_json.STREAM_EVENT, "a Gemini stream event"
+)
+
+
 class StreamDecoder:
     """Decodes a GenerateContent stream chunk by chunk into neutral events and one final response.
 
@@ -267,16 +273,9 @@ class StreamDecoder:
     def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
         """Decode one server-sent event (a chunk's JSON) and return the events it produces."""
         data = event.data
-        if not data.strip():
+        if not data.startswith("{") and not data.strip():
             return []
-        chunk = bounded_json.decode_provider_json(
-            data,
-            GenerateContentResponse,
-            bounded_json.STREAM_EVENT,
-            "a Gemini stream event",
-            provider_name=self.provider_name,
-            model_name=self.model_name,
-        )
+        chunk = _CHUNK.decode(data, provider_name=self.provider_name, model_name=self.model_name)
         return self.feed_chunk(chunk)
 
     def feed_chunk(self, chunk: GenerateContentResponse) -> list[ModelStreamEvent]:

@@ -23,7 +23,7 @@ Decoding notes:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from typing import Any, Final, assert_never
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
@@ -991,6 +991,46 @@ def decode_response(
 # --- streaming -----------------------------------------------------------------------------------
 
 
+# The fast path for a stream's common chunk: a first choice with text or nothing. It has every
+# field the full path reads; those that would make it do more than add text are `None`-typed, so a
+# chunk that sets one (or gives any field another type) does not fit and takes the full path, which
+# decodes it as before. Unknown fields are ignored on both paths. Not tracked by the garbage
+# collector: a decoded document holds no reference cycles.
+class _TextDelta(msgspec.Struct, gc=False):
+    content: str | None = None
+    refusal: None = None
+    tool_calls: None = None
+    function_call: None = None
+    reasoning_content: None = None
+    reasoning: None = None
+    reasoning_details: None = None
+
+
+class _TextChoice(msgspec.Struct, gc=False):
+    delta: _TextDelta
+    index: Literal[0] = 0
+    message: None = None
+    finish_reason: str | None = None
+
+
+class _TextChunk(msgspec.Struct, gc=False):
+    choices: tuple[_TextChoice]
+    id: str | None = None
+    model: str | None = None
+    created: Any = None
+    service_tier: str | None = None
+    provider: str | None = None
+    usage: None = None
+    x_groq: None = None
+    error: None = None
+
+
+_TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREAM_EVENT)
+# Chunks that did not fit before a stream stops trying the fast path (a stream of tool calls or
+# reasoning, where nearly none fits).
+_FAST_MISSES: Final = 8
+
+
 class ChatStreamDecoder:
     """Turns the `data` payloads of a streamed Chat Completions response into ferrule stream events.
 
@@ -1026,6 +1066,12 @@ class ChatStreamDecoder:
         self._details: list[Any] = []
         self._thinking_started = False
         self._finished = False
+        # Whether chunks are tried on the fast path first: from the second chunk (the first sets
+        # up the stream's IDs) until `[DONE]` or `_FAST_MISSES` chunks that did not fit; once
+        # more from the next text-only chunk after that.
+        self._fast = False
+        self._misses = 0
+        self._rearmed = False
 
     @property
     def done(self) -> bool:
@@ -1041,6 +1087,12 @@ class ChatStreamDecoder:
                 provider_name=self.provider_name,
                 model_name=self.model_name,
             )
+        if self._fast:
+            text_chunk = _TEXT_CHUNK.decode(data)
+            if text_chunk is not None:
+                return self._text_chunk(text_chunk)  # typed values: no shape error to convert
+            self._misses += 1
+            self._fast = self._misses < _FAST_MISSES
         if self._done or not data.startswith("{"):
             # Not a chunk object as sent: blank, `[DONE]`, padded, or after `[DONE]`.
             stripped = data.strip()
@@ -1048,6 +1100,7 @@ class ChatStreamDecoder:
                 return []
             if stripped == "[DONE]":
                 self._done = True
+                self._fast = False
                 return []
             if self._done:
                 raise ResponseDecodeError(
@@ -1076,6 +1129,7 @@ class ChatStreamDecoder:
         if self._ids is None:
             seed = chunk.id if isinstance(chunk.id, str) and chunk.id else data[:4096]
             self._ids = StableIds(seed)
+            self._fast = True
         # Every field is checked for `None` first: a chunk carries few of them, and most of a
         # stream's chunks carry only a text delta (the per-delta cost of the stream).
         if self._response_id is None and isinstance(chunk.id, str) and chunk.id:
@@ -1103,6 +1157,25 @@ class ChatStreamDecoder:
             events.extend(self._choice(choice))
         return events
 
+    def _text_chunk(self, chunk: _TextChunk) -> list[ModelStreamEvent]:
+        """`_chunk` for a chunk that fits `_TextChunk`: the same state changes and events."""
+        if self._response_id is None and chunk.id:
+            self._response_id = chunk.id
+        model = chunk.model
+        if model and model != self._reported_model:
+            self._reported_model = model
+        if self._created is None:
+            self._created = chunk.created
+        if chunk.service_tier is not None:
+            self._service_tier = chunk.service_tier
+        if chunk.provider is not None:
+            self._upstream = chunk.provider
+        choice = chunk.choices[0]
+        if choice.finish_reason is not None:
+            self._raw_finish = choice.finish_reason
+        content = choice.delta.content
+        return self._builder.text(content) if content else []
+
     def _choice(self, choice: _Choice) -> list[ModelStreamEvent]:
         if choice.index != 0 and isinstance(choice.index, int):
             return []  # only the first choice is decoded, as for buffered responses
@@ -1127,7 +1200,14 @@ class ChatStreamDecoder:
             # Only text (or nothing): most chunks of a stream.
             if content is None:
                 return []
-            text = content if type(content) is str else _text_of(content)
+            if type(content) is str:
+                if content and not self._fast and not self._rearmed:
+                    # Text after chunks that did not fit (a reasoning model's thinking): try the
+                    # fast path again, once a stream.
+                    self._fast = self._rearmed = True
+                    self._misses = 0
+                return builder.text(content) if content else []
+            text = _text_of(content)
             return builder.text(text) if text else []
         events: list[ModelStreamEvent] = []
         thinking, field = _thinking_of(delta)

@@ -1,0 +1,212 @@
+"""The stream decoders' fast paths give exactly what their full paths give, on every recorded stream.
+
+The Chat Completions decoder tries a chunk as a text-only delta first, the Responses decoder an
+event as a text delta; anything that does not fit goes the full way. Each recorded stream (the
+shared PydanticAI cassettes, read in place) is decoded with the fast path and without it, as
+recorded and with fields changed from chunk to chunk: the events, the final response and any
+error must be the same, and the fast path must have taken most text deltas.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+from urllib.parse import urlparse
+
+import msgspec
+import pytest
+
+from ferrule.core.errors import ProviderError
+from ferrule.core.messages import TextPart
+from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted
+from ferrule.core.sse import SseEvent
+from ferrule.providers.openai import chat_codec, responses_codec
+from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
+from tests.support.fast_path import Counted, comparable, decode_all, rewritten
+
+pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
+
+
+def _api(it: Interaction) -> str | None:
+    path = urlparse(it.uri).path
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/responses"):
+        return "responses"
+    return None
+
+
+STREAMS = [it for it in iter_interactions(*OPENAI_FOLDERS) if it.is_stream and _api(it) is not None]
+
+
+_FAST = {"chat": "_TEXT_CHUNK", "responses": "_TEXT_DELTA"}
+
+
+def _decode(
+    api: str | None, body: bytes, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> tuple[list[ModelStreamEvent], tuple[type[ProviderError], str] | None, Counted]:
+    module: Any = chat_codec if api == "chat" else responses_codec
+    counted = Counted(getattr(module, _FAST[api or "chat"]) if fast else None)
+    with monkeypatch.context() as patch:
+        patch.setattr(module, _FAST[api or "chat"], counted)
+        decoder = module.ChatStreamDecoder() if api == "chat" else module.ResponsesStreamDecoder()
+        events, error = decode_all(decoder, body)
+    return events, error, counted
+
+
+@pytest.mark.parametrize("it", STREAMS, ids=lambda it: it.id)
+def test_fast_path_is_the_full_path(it: Interaction, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = datetime.now(UTC)
+    fast_events, fast_error, _ = _decode(_api(it), it.response_bytes, monkeypatch, fast=True)
+    full_events, full_error, never = _decode(_api(it), it.response_bytes, monkeypatch, fast=False)
+    assert fast_error == full_error
+    assert comparable(fast_events, started) == comparable(full_events, started)
+    assert never.decoded == 0
+    if _api(it) == "chat":
+        # Tried from the second chunk on, given up after a few chunks that do not fit, tried once more.
+        assert never.tried <= 2 * chat_codec._FAST_MISSES
+
+
+def test_the_fast_paths_take_most_text_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Over all recordings: most text deltas of both APIs are decoded on the fast path.
+    for api in ("chat", "responses"):
+        decoded = deltas = 0
+        for it in STREAMS:
+            if _api(it) != api:
+                continue
+            events, _, counted = _decode(_api(it), it.response_bytes, monkeypatch, fast=True)
+            decoded += counted.decoded
+            done = [e.response for e in events if isinstance(e, ResponseCompleted)]
+            parts = done[0].parts if done else []
+            text_indexes = {i for i, part in enumerate(parts) if isinstance(part, TextPart)}
+            deltas += sum(isinstance(e, PartDeltaEvent) and e.index in text_indexes for e in events)
+        assert deltas > 200
+        assert decoded > deltas // 2, (api, decoded, deltas)
+
+
+_ROUTING = ("id", "created", "model", "service_tier", "provider")
+
+
+def _mutated_chat(data: Any, n: int) -> Any:
+    """Chunk `n` of a stream changed where the fast path must track state exactly as the full one:
+    the response's ID, time, model, tier and upstream come only from text chunks after the first
+    (the first set ID and time, the last the others), and some choices take odd values."""
+    data = {key: value for key, value in data.items() if key not in _ROUTING}
+    choices = data.get("choices")
+    if n == 0 or not isinstance(choices, list):
+        return data
+    items = cast("list[Any]", choices)
+    if len(items) != 1 or not isinstance(items[0], dict):
+        return data
+    first: dict[str, Any] = {**cast("dict[str, Any]", items[0])}
+    delta = first.get("delta")
+    text_only = isinstance(delta, dict) and set(cast("dict[str, Any]", delta)) <= {"content", "role"}
+    if n % 5 == 3:
+        first["index"] = 1
+    elif n % 7 == 4:
+        first["finish_reason"] = "length"
+    elif n % 11 == 5:
+        first["delta"] = {"content": ["not", "text"]}
+    elif n % 13 == 6:
+        first["delta"] = {**first.get("delta", {}), "role": "assistant", "refusal": None}
+    elif text_only:
+        data.update(id=f"id{n}", created=1_700_000_000 + n, model=f"m{n}", provider=f"up{n}")
+        if n % 2:
+            data["service_tier"] = f"tier{n}"
+    data["choices"] = [first]
+    return data
+
+
+def _mutated_responses(data: Any, n: int) -> Any:
+    if data.get("type") != "response.output_text.delta":
+        return data
+    data = {**data, "content_index": n % 2}
+    if n % 5 == 1:
+        data["item_id"] = ""
+    if n % 7 == 2:
+        data.pop("item_id", None)
+    if n % 9 == 3:
+        data["delta"] = ""
+    if n % 11 == 4:
+        data["content_index"] = True
+    if n % 3 == 2:
+        data.pop("content_index")
+    return data
+
+
+@pytest.mark.parametrize(
+    "it", [it for it in STREAMS if it.status < 300 and it.response_text], ids=lambda it: it.id
+)
+def test_fast_path_is_the_full_path_as_fields_change(
+    it: Interaction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The recording with fields that change from chunk to chunk, appear late or take odd values.
+    body = rewritten(it.response_bytes, _mutated_chat if _api(it) == "chat" else _mutated_responses)
+    started = datetime.now(UTC)
+    fast_events, fast_error, _ = _decode(_api(it), body, monkeypatch, fast=True)
+    full_events, full_error, _ = _decode(_api(it), body, monkeypatch, fast=False)
+    assert fast_error == full_error
+    assert comparable(fast_events, started) == comparable(full_events, started)
+
+
+def test_text_deltas_of_two_contents_of_one_item_make_two_parts() -> None:
+    # The fast path keeps the last delta's key: a delta of another content index of the same
+    # output item starts (or continues) that content's own part.
+    def delta(index: int, text: str) -> SseEvent:
+        body = {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "content_index": index,
+            "delta": text,
+        }
+        return SseEvent(event="response.output_text.delta", data=msgspec.json.encode(body).decode())
+
+    decoder = responses_codec.ResponsesStreamDecoder()
+    for event in (delta(0, "a"), delta(0, "b"), delta(1, "c"), delta(0, "d"), delta(1, "e")):
+        decoder.feed(event)
+    done: dict[str, Any] = {"type": "response.completed", "response": {"status": "completed", "output": []}}
+    decoder.feed(SseEvent(event="response.completed", data=msgspec.json.encode(done).decode()))
+    events = decoder.finish()
+    assert isinstance(events[-1], ResponseCompleted)
+    assert [p.content for p in events[-1].response.parts if isinstance(p, TextPart)] == ["abd", "ce"]
+
+
+def _chat_body(deltas: list[dict[str, Any]], **extra: Any) -> bytes:
+    chunks = [
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}], **extra} for delta in deltas
+    ]
+    chunks.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return (
+        b"".join(b"data: " + msgspec.json.encode(chunk) + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+    )
+
+
+def test_the_chat_fast_path_is_tried_again_once_text_follows_reasoning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    thinking = [{"reasoning_content": f"r{i} "} for i in range(20)]
+    text = [{"content": f"t{i} "} for i in range(20)]
+    body = _chat_body(thinking + text)
+    started = datetime.now(UTC)
+    events, error, counted = _decode("chat", body, monkeypatch, fast=True)
+    assert error is None
+    # 8 reasoning chunks tried; the first text chunk on the full path; the other 19, the last
+    # chunk and `[DONE]` tried, all but `[DONE]` decoded.
+    assert (counted.tried, counted.decoded) == (chat_codec._FAST_MISSES + 21, 20)
+    assert comparable(events, started) == comparable(
+        _decode("chat", body, monkeypatch, fast=False)[0], started
+    )
+
+
+def test_the_chat_fast_path_gives_up_on_chunks_that_never_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Usage on every chunk: tried 8 times, once more from a text chunk, then not again.
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    body = _chat_body([{"content": f"t{i} "} for i in range(100)], usage=usage)
+    _, error, counted = _decode("chat", body, monkeypatch, fast=True)
+    assert error is None
+    assert (counted.tried, counted.decoded) == (2 * chat_codec._FAST_MISSES, 0)
+    calls = [{"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}]}]
+    calls += [{"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]} for _ in range(100)]
+    _, error, counted = _decode("chat", _chat_body(calls), monkeypatch, fast=True)
+    assert error is None
+    assert (counted.tried, counted.decoded) == (chat_codec._FAST_MISSES, 0)
