@@ -400,3 +400,82 @@ async def test_leaving_during_a_burst_closes_the_model_stream() -> None:
     assert not s.done
     # Backpressure: the run stopped near the buffer's size, not at the end of the model's stream.
     assert len(produced) < 1_000
+
+
+def _text_tool_text_agent() -> Agent[None, str]:
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    return Agent(FunctionModel(stream_function=text_then_tool()), tools=[lookup])
+
+
+def _shape(event: Any) -> Any:
+    """`event` without what differs between runs (timestamps, run IDs)."""
+    if isinstance(event, ResponseCompleted):
+        return ("completed", event.response.parts)
+    if isinstance(event, FunctionToolResultEvent):
+        return ("result", event.result.content)
+    return event
+
+
+async def _handled_events(agent: Agent[None, str]) -> list[Any]:
+    """The events an `event_handler` sees: the run makes every partial output itself."""
+    handled: list[Any] = []
+
+    async def handler(event: Any) -> None:
+        handled.append(_shape(event))
+
+    await agent.run("x", event_handler=handler)
+    return handled
+
+
+async def test_streamed_events_equal_the_event_handlers_with_a_break_after_every_event() -> None:
+    # `run_stream`'s consumer makes plain text's partial outputs itself; an iteration left right
+    # after any event (a text delta included) resumes with exactly the next one.
+    agent = _text_tool_text_agent()
+    expected = await _handled_events(agent)
+    assert sum(isinstance(e, PartialOutputEvent) for e in expected) == 4
+    whole: list[Any] = []
+    one_by_one: list[Any] = []
+    async with agent.run_stream("x") as s:
+        whole = [_shape(e) async for e in s]
+    async with agent.run_stream("x") as s:
+        while not s.done:
+            async for event in s:
+                one_by_one.append(_shape(event))
+                break
+    assert whole == expected
+    assert one_by_one == expected
+
+
+async def test_events_after_stream_text_snapshot_the_text_it_took() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for piece in ("a", "b", "c", "d"):
+            yield piece
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    async with agent.run_stream("x") as s:
+        taken: list[str] = []
+        async for text in s.stream_text(delta=True):
+            taken.append(text)
+            if len(taken) == 2:
+                break
+        rest = [e async for e in s]
+    assert taken == ["a", "b"]
+    # The partial output of "b" was skipped with it; the next ones hold all the text so far.
+    assert [e.snapshot for e in rest if isinstance(e, PartialOutputEvent)] == ["abc", "abcd"]
+    assert [e.output for e in rest if isinstance(e, FinalResultEvent)] == ["abcd"]
+
+
+async def test_stream_output_after_a_break_between_a_delta_and_its_partial_output() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for piece in ("a", "b", "c"):
+            yield piece
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    async with agent.run_stream("x") as s:
+        async for event in s:
+            if isinstance(event, PartDeltaEvent):
+                break  # the first delta: its partial output is the next event
+        outputs = [o async for o in s.stream_output()]
+    assert outputs == ["a", "ab", "abc", "abc"]

@@ -27,7 +27,7 @@ from ferrule.core.retry import request_with_retry, stream_batches_with_retry
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
 from ._handoff import Handoff
-from ._partial_output import PartialTracker
+from ._partial_output import SPAN_END, PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
 
@@ -153,7 +153,8 @@ async def _processed_history(run: LoopState) -> Sequence[Message]:
 async def _stream(
     run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[list[ModelStreamEvent]] | None = None
 ) -> ModelResponse:
-    """The streamed request: every event to `emit`, each followed by the partial output it makes.
+    """The streamed request: every event to `emit`, each followed by the partial output it makes
+    (which the consumer of the run's own hand-off makes itself from plain text).
 
     `source` replays recorded events instead of sending the request.
     """
@@ -170,23 +171,42 @@ async def _stream(
     # The run's own hand-off takes each event without a coroutine, awaiting only when the
     # consumer is behind; any other `emit` (hooks, a durable recorder) is awaited per event. The
     # model's events come a network read's worth at a time: one resume per read, not per event.
-    out = emit if isinstance(emit, Handoff) else _Awaited(emit)
+    handoff = isinstance(emit, Handoff)
+    out = emit if handoff else _Awaited(emit)
     offer = out.offer
-    async with aclosing(stream):
-        async for batch in stream:
-            for event in batch:
-                if offer(event):
-                    await out.wait()
-                if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
-                    # Most events of a text stream: their partial output without a coroutine.
-                    partial = tracker.plain_text(event.delta.content_delta)
-                elif isinstance(event, ResponseCompleted):
-                    response = event.response
-                    continue
-                else:
-                    partial = await tracker.update(event)
-                if partial is not None and offer(partial):
-                    await out.wait()
+    # Plain text output into the run's own hand-off: the consumer makes the partial outputs of
+    # text from the events it already gets, and only when it iterates events (`PlainText`).
+    # (The markers are offered without waiting: the next event waits if the consumer is behind.)
+    consumer = plain if handoff else None
+    if consumer is not None:
+        offer(consumer)
+    try:
+        async with aclosing(stream):
+            async for batch in stream:
+                for event in batch:
+                    if offer(event):
+                        await out.wait()
+                    if (
+                        plain is not None
+                        and type(event) is PartDeltaEvent
+                        and type(event.delta) is TextPartDelta
+                    ):
+                        # Most events of a text stream: their partial output without a coroutine.
+                        if consumer is not None:
+                            continue
+                        partial = plain.delta(event.delta.content_delta)
+                    elif isinstance(event, ResponseCompleted):
+                        response = event.response
+                        continue
+                    else:
+                        partial = plain.see(event) if plain is not None and consumer is None else None
+                        if partial is None:
+                            partial = await tracker.update(event)
+                    if partial is not None and offer(partial):
+                        await out.wait()
+    finally:
+        if consumer is not None:
+            offer(SPAN_END)
     assert response is not None  # the model contract guarantees a completed response
     return response
 
