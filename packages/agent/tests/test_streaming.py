@@ -26,8 +26,18 @@ from ferrule.agent import (
 from ferrule.agent.exceptions import OutputRetriesExceeded
 from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from ferrule.core.errors import ServerError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolReturnPart
-from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted, TextPartDelta
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.model import (
+    Model,
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+    TextPartDelta,
+)
+from ferrule.core.profile import ModelProfile
 
 from ._support import Hang
 
@@ -350,7 +360,7 @@ async def test_stream_errors_reach_the_consumer_unwrapped() -> None:
 
 @pytest.mark.parametrize("count", [1, 31, 32, 33, 64, 65, 500])
 async def test_bursts_of_deltas_arrive_complete_and_in_order(count: int) -> None:
-    # The run hands events over in batches up to the stream buffer (64 events, two per delta);
+    # The run hands events over in batches up to the stream buffer (64 events);
     # bursts below, at and past it must arrive whole, in order, with exact partial snapshots.
     async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
         for i in range(count):
@@ -479,3 +489,83 @@ async def test_stream_output_after_a_break_between_a_delta_and_its_partial_outpu
                 break  # the first delta: its partial output is the next event
         outputs = [o async for o in s.stream_output()]
     assert outputs == ["a", "ab", "abc", "abc"]
+
+
+class _ReadsModel(Model):
+    """A model whose responses come a network read (a list of events) at a time, as a codec's do."""
+
+    def __init__(self, turns: list[list[list[ModelStreamEvent]]]) -> None:
+        self._turns = turns
+
+    @property
+    def model_name(self) -> str:
+        return "reads"
+
+    @property
+    def provider_name(self) -> str:
+        return "test"
+
+    @property
+    def profile(self) -> ModelProfile:
+        return ModelProfile(supports_tools=True)
+
+    def _reads(self, call: ModelCall) -> list[list[ModelStreamEvent]]:
+        return self._turns[sum(isinstance(m, ModelResponse) for m in call.messages)]
+
+    async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        for read in self._reads(call):
+            for event in read:
+                yield event
+
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        async def reads() -> AsyncIterator[list[ModelStreamEvent]]:
+            for read in self._reads(call):
+                yield read
+
+        return reads()
+
+
+async def test_reads_of_text_deltas_stream_the_events_an_event_handler_sees() -> None:
+    # Reads of nothing but text deltas are handed to `run_stream`'s consumer whole; mixed reads
+    # event by event: either way, the events and partial outputs of the per-event path.
+    call = ToolCallPart("lookup", '{"q": "x"}', "c1")
+    first = ModelResponse(parts=[TextPart("Let me look. Now"), call, TextPart("after")])
+    second = ModelResponse(parts=[TextPart("It is sunny.")])
+    model = _ReadsModel(
+        [
+            [
+                [PartStartEvent(0, TextPart("Let ")), PartDeltaEvent(0, TextPartDelta("me "))],
+                [PartDeltaEvent(0, TextPartDelta("look.")), PartDeltaEvent(0, TextPartDelta(" Now"))],
+                [PartEndEvent(0, TextPart("Let me look. Now")), PartStartEvent(1, call)],
+                [PartEndEvent(1, call), PartStartEvent(2, TextPart(""))],
+                [PartDeltaEvent(2, TextPartDelta("after"))],
+                [PartEndEvent(2, TextPart("after")), ResponseCompleted(first)],
+            ],
+            [
+                [PartStartEvent(0, TextPart(""))],
+                [PartDeltaEvent(0, TextPartDelta("It is ")), PartDeltaEvent(0, TextPartDelta("sunny."))],
+                [PartEndEvent(0, TextPart("It is sunny.")), ResponseCompleted(second)],
+            ],
+        ]
+    )
+
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    agent = Agent(model, tools=[lookup])
+    expected = await _handled_events(agent)
+    async with agent.run_stream("x") as s:
+        events = [_shape(e) async for e in s]
+    assert events == expected
+    assert [e.snapshot for e in events if isinstance(e, PartialOutputEvent)] == [
+        "Let ",
+        "Let me ",
+        "Let me look.",
+        "Let me look. Now",
+        "It is ",
+        "It is sunny.",
+    ]
+    async with agent.run_stream("x") as s:
+        deltas = [d async for d in s.stream_text(delta=True)]
+    assert deltas == ["Let ", "me ", "look.", " Now", "after", "It is ", "sunny."]
+    assert s.result.output == "It is sunny."

@@ -45,6 +45,11 @@ class Handoff:
             data.set()
         return len(items) >= _BUFFER
 
+    def offer_all(self, events: list[Any]) -> bool:
+        """`offer` of every one of `events` (at least one) at once."""
+        self.items += events[:-1]
+        return self.offer(events[-1])
+
     async def wait(self) -> None:
         """Wait until the consumer has taken the events waiting."""
         space = self._space = anyio.Event()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from ferrule.core.messages import Message, ModelResponse
@@ -171,18 +172,25 @@ async def _stream(
     # The run's own hand-off takes each event without a coroutine, awaiting only when the
     # consumer is behind; any other `emit` (hooks, a durable recorder) is awaited per event. The
     # model's events come a network read's worth at a time: one resume per read, not per event.
-    handoff = isinstance(emit, Handoff)
-    out = emit if handoff else _Awaited(emit)
+    handoff = emit if isinstance(emit, Handoff) else None
+    out = _Awaited(emit) if handoff is None else handoff
     offer = out.offer
     # Plain text output into the run's own hand-off: the consumer makes the partial outputs of
-    # text from the events it already gets, and only when it iterates events (`PlainText`).
-    # (The markers are offered without waiting: the next event waits if the consumer is behind.)
-    consumer = plain if handoff else None
-    if consumer is not None:
-        offer(consumer)
+    # text from the events it already gets, and only when it iterates events (`PlainText`);
+    # a read of nothing but text deltas is then handed over whole. Anywhere else the run makes
+    # them (`local`). The markers are offered without waiting: the next event waits if the
+    # consumer is behind.
+    bulk = handoff if plain is not None else None
+    local = plain if bulk is None else None
+    if bulk is not None:
+        offer(plain)
     try:
         async with aclosing(stream):
             async for batch in stream:
+                if bulk is not None and _text_deltas(batch):
+                    if bulk.offer_all(batch):
+                        await bulk.wait()
+                    continue
                 for event in batch:
                     if offer(event):
                         await out.wait()
@@ -192,23 +200,33 @@ async def _stream(
                         and type(event.delta) is TextPartDelta
                     ):
                         # Most events of a text stream: their partial output without a coroutine.
-                        if consumer is not None:
+                        if local is None:
                             continue
-                        partial = plain.delta(event.delta.content_delta)
+                        partial = local.delta(event.delta.content_delta)
                     elif isinstance(event, ResponseCompleted):
                         response = event.response
                         continue
                     else:
-                        partial = plain.see(event) if plain is not None and consumer is None else None
+                        partial = local.see(event) if local is not None else None
                         if partial is None:
                             partial = await tracker.update(event)
                     if partial is not None and offer(partial):
                         await out.wait()
     finally:
-        if consumer is not None:
+        if bulk is not None:
             offer(SPAN_END)
     assert response is not None  # the model contract guarantees a completed response
     return response
+
+
+_DELTA_EVENT = frozenset((PartDeltaEvent,))
+_TEXT_DELTA = frozenset((TextPartDelta,))
+_delta = attrgetter("delta")
+
+
+def _text_deltas(batch: list[ModelStreamEvent]) -> bool:
+    """Whether `batch` holds nothing but text deltas (exactly those types: a scan in C)."""
+    return _DELTA_EVENT.issuperset(map(type, batch)) and _TEXT_DELTA.issuperset(map(type, map(_delta, batch)))
 
 
 class _Awaited:
