@@ -7,6 +7,7 @@ checked against the output schema's partial form, and output validators see it w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from ferrule.core.messages import TextPart, ToolCallPart
@@ -34,7 +35,7 @@ class PlainText:
     without a snapshot per delta.
     """
 
-    __slots__ = ("chunks", "saw_tool_call", "text")
+    __slots__ = ("chunks", "saw_tool_call", "skip", "text")
 
     def __init__(self) -> None:
         self.text: str | None = None
@@ -43,6 +44,9 @@ class PlainText:
         """Text skipped since the last snapshot, which the next one includes."""
         self.saw_tool_call = False
         """Whether a tool call started: text after one is no output."""
+        self.skip: Callable[[str], None] = self.chunks.append
+        """A text delta whose partial output is not wanted: its text goes into the next snapshot
+        (`chunks.append`, no Python call per delta; `delta` clears the list, never replaces it)."""
 
     def delta(self, delta: str) -> PartialOutputEvent | None:
         """The partial output after a text delta (none once a tool call started, or for no text)."""
@@ -57,10 +61,6 @@ class PlainText:
         # One copy per delta (which the snapshot needs anyway), not a join over every delta so far.
         snapshot = self.text = delta if text is None else text + delta
         return PartialOutputEvent(snapshot, snapshot, True)
-
-    def skip(self, delta: str) -> None:
-        """A text delta whose partial output is not wanted: its text goes into the next snapshot."""
-        self.chunks.append(delta)
 
     def see(self, event: Any) -> PartialOutputEvent | None:
         """The partial output after any other event of the response."""
