@@ -177,7 +177,8 @@ async def _stream(
     offer = out.offer
     # Plain text output into the run's own hand-off: the consumer makes the partial outputs of
     # text from the events it already gets, and only when it iterates events (`PlainText`);
-    # a read of nothing but text deltas is then handed over whole. Anywhere else the run makes
+    # a read of text deltas alone is then handed over whole (a read of one event goes the
+    # cheaper way of every event: it has nothing to save). Anywhere else the run makes
     # them (`local`). The markers are offered without waiting: the next event waits if the
     # consumer is behind.
     bulk = handoff if plain is not None else None
@@ -187,7 +188,7 @@ async def _stream(
     try:
         async with aclosing(stream):
             async for batch in stream:
-                if bulk is not None and _text_deltas(batch):
+                if bulk is not None and len(batch) > 1 and _text_deltas(batch):
                     if bulk.offer_all(batch):
                         await bulk.wait()
                     continue

@@ -233,8 +233,9 @@ class Model(abc.ABC):
                 batch: list[ModelStreamEvent] = [item] if single else item
                 if completed:
                     raise self._broken("produced an event after its completed response")
-                # Most lists hold only part events (exactly those types): checked in C, not per event.
-                if not _PART_EVENTS.issuperset(map(type, batch)):
+                # Most lists of a read hold only part events (exactly those types): checked in C,
+                # not per event.
+                if single or not _PART_EVENTS.issuperset(map(type, batch)):
                     for index, event in enumerate(batch):
                         if isinstance(event, ResponseCompleted):
                             completed = True
