@@ -36,6 +36,7 @@ from ferrule.core.model import (
     PartStartEvent,
     ResponseCompleted,
     TextPartDelta,
+    ToolCallPartDelta,
 )
 from ferrule.core.profile import ModelProfile
 
@@ -569,3 +570,36 @@ async def test_reads_of_text_deltas_stream_the_events_an_event_handler_sees() ->
         deltas = [d async for d in s.stream_text(delta=True)]
     assert deltas == ["Let ", "me ", "look.", " Now", "after", "It is ", "sunny."]
     assert s.result.output == "It is sunny."
+
+
+async def test_reads_mixing_text_and_an_output_tool_stream_the_event_handlers_events() -> None:
+    # Text may be the output too: the text's partial outputs (the consumer's), then the output
+    # tool's (the run's, each right after its delta), in the order the per-event path gives.
+    call = ToolCallPart("final_result", '{"name": "A", "population": 1}', "o1")
+    response = ModelResponse(parts=[TextPart("Hi there"), call])
+    model = _ReadsModel(
+        [
+            [
+                [
+                    PartStartEvent(0, TextPart("Hi")),
+                    PartDeltaEvent(0, TextPartDelta(" there")),
+                    PartEndEvent(0, TextPart("Hi there")),
+                    PartStartEvent(1, ToolCallPart("final_result", None, "o1")),
+                    PartDeltaEvent(1, ToolCallPartDelta(args_delta='{"name": "A",')),
+                    PartDeltaEvent(1, ToolCallPartDelta(args_delta=' "population": 1}')),
+                ],
+                [PartEndEvent(1, call), ResponseCompleted(response)],
+            ]
+        ]
+    )
+    agent = Agent(model, output_type=[str, City])
+    expected = await _handled_events(agent)
+    async with agent.run_stream("x") as s:
+        events = [_shape(e) async for e in s]
+    assert events == expected
+    partials = [e for e in events if isinstance(e, PartialOutputEvent)]
+    assert [p.snapshot for p in partials if p.tool_name is None] == ["Hi", "Hi there"]
+    assert partials[-1] == PartialOutputEvent(
+        {"name": "A", "population": 1}, City("A", 1), True, "final_result"
+    )
+    assert s.result.output == City("A", 1)

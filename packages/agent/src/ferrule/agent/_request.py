@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from ferrule.core.messages import Message, ModelResponse
@@ -177,10 +176,9 @@ async def _stream(
     offer = out.offer
     # Plain text output into the run's own hand-off: the consumer makes the partial outputs of
     # text from the events it already gets, and only when it iterates events (`PlainText`);
-    # a read of text deltas alone is then handed over whole (a read of one event goes the
-    # cheaper way of every event: it has nothing to save). Anywhere else the run makes
-    # them (`local`). The markers are offered without waiting: the next event waits if the
-    # consumer is behind.
+    # the text deltas of a read then go over a run at a time (`_hand_over`; a read of one event
+    # goes the cheaper way of every event). Anywhere else the run makes them (`local`). The
+    # markers are offered without waiting: the next event waits if the consumer is behind.
     bulk = handoff if plain is not None else None
     local = plain if bulk is None else None
     if bulk is not None:
@@ -188,9 +186,10 @@ async def _stream(
     try:
         async with aclosing(stream):
             async for batch in stream:
-                if bulk is not None and len(batch) > 1 and _text_deltas(batch):
-                    if bulk.offer_all(batch):
-                        await bulk.wait()
+                if bulk is not None and len(batch) > 1:
+                    completed = await _hand_over(bulk, tracker, batch)
+                    if completed is not None:
+                        response = completed
                     continue
                 for event in batch:
                     if offer(event):
@@ -220,14 +219,30 @@ async def _stream(
     return response
 
 
-_DELTA_EVENT = frozenset((PartDeltaEvent,))
-_TEXT_DELTA = frozenset((TextPartDelta,))
-_delta = attrgetter("delta")
-
-
-def _text_deltas(batch: list[ModelStreamEvent]) -> bool:
-    """Whether `batch` holds nothing but text deltas (exactly those types: a scan in C)."""
-    return _DELTA_EVENT.issuperset(map(type, batch)) and _TEXT_DELTA.issuperset(map(type, map(_delta, batch)))
+async def _hand_over(
+    handoff: Handoff, tracker: PartialTracker, batch: list[ModelStreamEvent]
+) -> ModelResponse | None:
+    """A read's events into the run's own hand-off, whose consumer makes plain text's partial
+    outputs: the text deltas between the events the tracker sees go over a run at a time, each
+    other event with the partial output it makes right after it. The completed response, if the
+    read ends with it."""
+    response: ModelResponse | None = None
+    start = 0
+    for index, event in enumerate(batch):
+        if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+            continue
+        if handoff.offer_all(batch[start : index + 1]):
+            await handoff.wait()
+        start = index + 1
+        if isinstance(event, ResponseCompleted):
+            response = event.response
+            continue
+        partial = await tracker.update(event)
+        if partial is not None and handoff.offer(partial):
+            await handoff.wait()
+    if start < len(batch) and handoff.offer_all(batch[start:] if start else batch):
+        await handoff.wait()
+    return response
 
 
 class _Awaited:
