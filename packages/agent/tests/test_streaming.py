@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -361,7 +362,7 @@ async def test_stream_errors_reach_the_consumer_unwrapped() -> None:
 
 @pytest.mark.parametrize("count", [1, 31, 32, 33, 64, 65, 500])
 async def test_bursts_of_deltas_arrive_complete_and_in_order(count: int) -> None:
-    # The run hands events over in batches up to the stream buffer (64 events);
+    # The run hands events over in batches up to the stream buffer (64 events, two per delta);
     # bursts below, at and past it must arrive whole, in order, with exact partial snapshots.
     async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
         for i in range(count):
@@ -603,3 +604,47 @@ async def test_reads_mixing_text_and_an_output_tool_stream_the_event_handlers_ev
         {"name": "A", "population": 1}, City("A", 1), True, "final_result"
     )
     assert s.result.output == City("A", 1)
+
+
+@pytest.mark.parametrize("how", ["events", "stream_text"])
+async def test_a_consumer_that_never_awaits_sees_at_most_64_events_between_checkpoints(how: str) -> None:
+    # Reads of 280 text deltas: the run still hands them over at most a buffer's worth at a
+    # time, counting a delta and the partial output the consumer makes of it as two events.
+    text = "ab" * 560
+    response = ModelResponse(parts=[TextPart(text)])
+    read: list[ModelStreamEvent] = [PartDeltaEvent(0, TextPartDelta("ab")) for _ in range(280)]
+    model = _ReadsModel(
+        [
+            [
+                [PartStartEvent(0, TextPart(""))],
+                read,
+                read,
+                [PartEndEvent(0, TextPart(text)), ResponseCompleted(response)],
+            ]
+        ]
+    )
+    ticks = 0
+
+    async def tick() -> None:
+        # Runs once in every round of the scheduler: between any two of the consumer's checkpoints.
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    longest = seen = 0
+    last = -1
+    output = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        async with Agent(model).run_stream("x") as s:
+            items = s if how == "events" else s.stream_text(delta=True)
+            async for _ in items:
+                if ticks != last:
+                    last, seen = ticks, 0
+                seen += 1
+                longest = max(longest, seen)
+            output = s.result.output
+        tg.cancel_scope.cancel()
+    assert 32 <= longest <= 64
+    assert output == text

@@ -179,10 +179,14 @@ async def _stream(
     # the text deltas of a read then go over a run at a time (`_hand_over`; a read of one event
     # goes the cheaper way of every event). Anywhere else the run makes them (`local`). The
     # markers are offered without waiting: the next event waits if the consumer is behind.
+    # A text delta is two events to a consumer that iterates events (it and its partial
+    # output): the hand-off then waits at half its buffer, so that such a consumer still sees
+    # at most `BUFFER` events between checkpoints; `stream_text` sees one per delta.
     bulk = handoff if plain is not None else None
     local = plain if bulk is None else None
     if bulk is not None:
         offer(plain)
+        bulk.pairs(run=True)
     try:
         async with aclosing(stream):
             async for batch in stream:
@@ -215,6 +219,7 @@ async def _stream(
     finally:
         if bulk is not None:
             offer(SPAN_END)
+            bulk.pairs(run=False)
     assert response is not None  # the model contract guarantees a completed response
     return response
 
@@ -231,8 +236,7 @@ async def _hand_over(
     for index, event in enumerate(batch):
         if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
             continue
-        if handoff.offer_all(batch[start : index + 1]):
-            await handoff.wait()
+        await handoff.extend(batch[start : index + 1])
         start = index + 1
         if isinstance(event, ResponseCompleted):
             response = event.response
@@ -240,8 +244,8 @@ async def _hand_over(
         partial = await tracker.update(event)
         if partial is not None and handoff.offer(partial):
             await handoff.wait()
-    if start < len(batch) and handoff.offer_all(batch[start:] if start else batch):
-        await handoff.wait()
+    if start < len(batch):
+        await handoff.extend(batch[start:] if start else batch)
     return response
 
 

@@ -182,6 +182,7 @@ class StreamedRunResult(Generic[OutputT]):
         return self._events()
 
     async def _events(self) -> AsyncIterator[AgentStreamEvent]:
+        self._handoff.pairs(consumer=True)  # the partial outputs of plain text made here
         owed = self._owed
         if owed is not None:
             self._owed = None
@@ -240,6 +241,7 @@ class StreamedRunResult(Generic[OutputT]):
         """
         current: list[str] = []
         self._owed = None  # a partial output, which this does not deliver
+        self._handoff.pairs(consumer=False)  # nor makes
         # The batches directly, not `async for event in self`: one generator less per event.
         async for held in self._batches():
             for event in held:
