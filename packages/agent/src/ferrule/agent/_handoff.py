@@ -31,7 +31,8 @@ class Handoff:
         """How many waiting items make the run wait: half `BUFFER` while an item may be two
         events to the consumer (`pairs`), so that it never sees more than `BUFFER` at a time."""
         self._doubled = False  # the run: items may stand for an event and one the consumer makes
-        self._splits = False  # the consumer makes those events
+        # The consumer makes those events: so assumed until it says otherwise (`stream_text`).
+        self._splits = True
         self._data: anyio.Event | None = None  # the consumer is waiting for events
         self._space: anyio.Event | None = None  # the run is waiting for the consumer
 
