@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -26,8 +27,19 @@ from ferrule.agent import (
 from ferrule.agent.exceptions import OutputRetriesExceeded
 from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from ferrule.core.errors import ServerError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolReturnPart
-from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted, TextPartDelta
+from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.model import (
+    Model,
+    ModelCall,
+    ModelStreamEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    ResponseCompleted,
+    TextPartDelta,
+    ToolCallPartDelta,
+)
+from ferrule.core.profile import ModelProfile
 
 from ._support import Hang
 
@@ -400,3 +412,239 @@ async def test_leaving_during_a_burst_closes_the_model_stream() -> None:
     assert not s.done
     # Backpressure: the run stopped near the buffer's size, not at the end of the model's stream.
     assert len(produced) < 1_000
+
+
+def _text_tool_text_agent() -> Agent[None, str]:
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    return Agent(FunctionModel(stream_function=text_then_tool()), tools=[lookup])
+
+
+def _shape(event: Any) -> Any:
+    """`event` without what differs between runs (timestamps, run IDs)."""
+    if isinstance(event, ResponseCompleted):
+        return ("completed", event.response.parts)
+    if isinstance(event, FunctionToolResultEvent):
+        return ("result", event.result.content)
+    return event
+
+
+async def _handled_events(agent: Agent[None, str]) -> list[Any]:
+    """The events an `event_handler` sees: the run makes every partial output itself."""
+    handled: list[Any] = []
+
+    async def handler(event: Any) -> None:
+        handled.append(_shape(event))
+
+    await agent.run("x", event_handler=handler)
+    return handled
+
+
+async def test_streamed_events_equal_the_event_handlers_with_a_break_after_every_event() -> None:
+    # `run_stream`'s consumer makes plain text's partial outputs itself; an iteration left right
+    # after any event (a text delta included) resumes with exactly the next one.
+    agent = _text_tool_text_agent()
+    expected = await _handled_events(agent)
+    assert sum(isinstance(e, PartialOutputEvent) for e in expected) == 4
+    whole: list[Any] = []
+    one_by_one: list[Any] = []
+    async with agent.run_stream("x") as s:
+        whole = [_shape(e) async for e in s]
+    async with agent.run_stream("x") as s:
+        while not s.done:
+            async for event in s:
+                one_by_one.append(_shape(event))
+                break
+    assert whole == expected
+    assert one_by_one == expected
+
+
+async def test_events_after_stream_text_snapshot_the_text_it_took() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for piece in ("a", "b", "c", "d"):
+            yield piece
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    async with agent.run_stream("x") as s:
+        taken: list[str] = []
+        async for text in s.stream_text(delta=True):
+            taken.append(text)
+            if len(taken) == 2:
+                break
+        rest = [e async for e in s]
+    assert taken == ["a", "b"]
+    # The partial output of "b" was skipped with it; the next ones hold all the text so far.
+    assert [e.snapshot for e in rest if isinstance(e, PartialOutputEvent)] == ["abc", "abcd"]
+    assert [e.output for e in rest if isinstance(e, FinalResultEvent)] == ["abcd"]
+
+
+async def test_stream_output_after_a_break_between_a_delta_and_its_partial_output() -> None:
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str]:
+        for piece in ("a", "b", "c"):
+            yield piece
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    async with agent.run_stream("x") as s:
+        async for event in s:
+            if isinstance(event, PartDeltaEvent):
+                break  # the first delta: its partial output is the next event
+        outputs = [o async for o in s.stream_output()]
+    assert outputs == ["a", "ab", "abc", "abc"]
+
+
+class _ReadsModel(Model):
+    """A model whose responses come a network read (a list of events) at a time, as a codec's do."""
+
+    def __init__(self, turns: list[list[list[ModelStreamEvent]]]) -> None:
+        self._turns = turns
+
+    @property
+    def model_name(self) -> str:
+        return "reads"
+
+    @property
+    def provider_name(self) -> str:
+        return "test"
+
+    @property
+    def profile(self) -> ModelProfile:
+        return ModelProfile(supports_tools=True)
+
+    def _reads(self, call: ModelCall) -> list[list[ModelStreamEvent]]:
+        return self._turns[sum(isinstance(m, ModelResponse) for m in call.messages)]
+
+    async def _stream(self, call: ModelCall) -> AsyncIterator[ModelStreamEvent]:
+        for read in self._reads(call):
+            for event in read:
+                yield event
+
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        async def reads() -> AsyncIterator[list[ModelStreamEvent]]:
+            for read in self._reads(call):
+                yield read
+
+        return reads()
+
+
+async def test_reads_of_text_deltas_stream_the_events_an_event_handler_sees() -> None:
+    # Reads of nothing but text deltas are handed to `run_stream`'s consumer whole; mixed reads
+    # event by event: either way, the events and partial outputs of the per-event path.
+    call = ToolCallPart("lookup", '{"q": "x"}', "c1")
+    first = ModelResponse(parts=[TextPart("Let me look. Now"), call, TextPart("after")])
+    second = ModelResponse(parts=[TextPart("It is sunny.")])
+    model = _ReadsModel(
+        [
+            [
+                [PartStartEvent(0, TextPart("Let ")), PartDeltaEvent(0, TextPartDelta("me "))],
+                [PartDeltaEvent(0, TextPartDelta("look.")), PartDeltaEvent(0, TextPartDelta(" Now"))],
+                [PartEndEvent(0, TextPart("Let me look. Now")), PartStartEvent(1, call)],
+                [PartEndEvent(1, call), PartStartEvent(2, TextPart(""))],
+                [PartDeltaEvent(2, TextPartDelta("after"))],
+                [PartEndEvent(2, TextPart("after")), ResponseCompleted(first)],
+            ],
+            [
+                [PartStartEvent(0, TextPart(""))],
+                [PartDeltaEvent(0, TextPartDelta("It is ")), PartDeltaEvent(0, TextPartDelta("sunny."))],
+                [PartEndEvent(0, TextPart("It is sunny.")), ResponseCompleted(second)],
+            ],
+        ]
+    )
+
+    async def lookup(q: str) -> str:
+        return "sunny"
+
+    agent = Agent(model, tools=[lookup])
+    expected = await _handled_events(agent)
+    async with agent.run_stream("x") as s:
+        events = [_shape(e) async for e in s]
+    assert events == expected
+    assert [e.snapshot for e in events if isinstance(e, PartialOutputEvent)] == [
+        "Let ",
+        "Let me ",
+        "Let me look.",
+        "Let me look. Now",
+        "It is ",
+        "It is sunny.",
+    ]
+    async with agent.run_stream("x") as s:
+        deltas = [d async for d in s.stream_text(delta=True)]
+    assert deltas == ["Let ", "me ", "look.", " Now", "after", "It is ", "sunny."]
+    assert s.result.output == "It is sunny."
+
+
+async def test_reads_mixing_text_and_an_output_tool_stream_the_event_handlers_events() -> None:
+    # Text may be the output too: the text's partial outputs (the consumer's), then the output
+    # tool's (the run's, each right after its delta), in the order the per-event path gives.
+    call = ToolCallPart("final_result", '{"name": "A", "population": 1}', "o1")
+    response = ModelResponse(parts=[TextPart("Hi there"), call])
+    model = _ReadsModel(
+        [
+            [
+                [
+                    PartStartEvent(0, TextPart("Hi")),
+                    PartDeltaEvent(0, TextPartDelta(" there")),
+                    PartEndEvent(0, TextPart("Hi there")),
+                    PartStartEvent(1, ToolCallPart("final_result", None, "o1")),
+                    PartDeltaEvent(1, ToolCallPartDelta(args_delta='{"name": "A",')),
+                    PartDeltaEvent(1, ToolCallPartDelta(args_delta=' "population": 1}')),
+                ],
+                [PartEndEvent(1, call), ResponseCompleted(response)],
+            ]
+        ]
+    )
+    agent = Agent(model, output_type=[str, City])
+    expected = await _handled_events(agent)
+    async with agent.run_stream("x") as s:
+        events = [_shape(e) async for e in s]
+    assert events == expected
+    partials = [e for e in events if isinstance(e, PartialOutputEvent)]
+    assert [p.snapshot for p in partials if p.tool_name is None] == ["Hi", "Hi there"]
+    assert partials[-1] == PartialOutputEvent(
+        {"name": "A", "population": 1}, City("A", 1), True, "final_result"
+    )
+    assert s.result.output == City("A", 1)
+
+
+@pytest.mark.parametrize("how", ["events", "stream_text"])
+async def test_a_consumer_that_never_awaits_sees_at_most_64_events_between_checkpoints(how: str) -> None:
+    # Reads of 280 text deltas: the run still hands them over at most a buffer's worth at a
+    # time, counting a delta and the partial output the consumer makes of it as two events.
+    text = "ab" * 560
+    response = ModelResponse(parts=[TextPart(text)])
+    read: list[ModelStreamEvent] = [PartDeltaEvent(0, TextPartDelta("ab")) for _ in range(280)]
+    model = _ReadsModel(
+        [
+            [
+                [PartStartEvent(0, TextPart(""))],
+                read,
+                read,
+                [PartEndEvent(0, TextPart(text)), ResponseCompleted(response)],
+            ]
+        ]
+    )
+    ticks = 0
+
+    async def tick() -> None:
+        # Runs once in every round of the scheduler: between any two of the consumer's checkpoints.
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    longest = seen = 0
+    last = -1
+    output = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        async with Agent(model).run_stream("x") as s:
+            items = s if how == "events" else s.stream_text(delta=True)
+            async for _ in items:
+                if ticks != last:
+                    last, seen = ticks, 0
+                seen += 1
+                longest = max(longest, seen)
+            output = s.result.output
+        tg.cancel_scope.cancel()
+    assert 32 <= longest <= 64
+    assert output == text

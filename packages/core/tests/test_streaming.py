@@ -41,6 +41,36 @@ def test_keyed_text_continues_its_own_part() -> None:
     assert b.parts == [TextPart("abd", id="m1"), TextPart("cef"), TextPart("g")]
 
 
+def test_text_after_the_open_text_part_ended_or_another_part_started_is_a_new_part() -> None:
+    # Most deltas continue the last part while it is open text; once it ended, or a part of
+    # another kind (or a whole one) followed it, text starts a new part.
+    b = ResponseBuilder()
+    b.text("a", key="t")
+    assert b.text("b") == [PartDeltaEvent(0, TextPartDelta("b"))]
+    b.end("t")
+    assert [type(e) for e in b.text("c")] == [PartStartEvent, PartDeltaEvent]
+    b.thinking("hm")
+    assert [type(e) for e in b.text("d")] == [PartStartEvent, PartDeltaEvent]
+    b.add(TextPart("whole"))
+    assert [type(e) for e in b.text("e")] == [PartStartEvent, PartDeltaEvent]
+    b.tool_call(key=0, tool_name="f", tool_call_id="c1")
+    assert [type(e) for e in b.text("f")] == [PartStartEvent, PartDeltaEvent]
+    assert b.text("g", key="unknown")[0] == PartStartEvent(8, TextPart(""))
+    assert b.text("h") == [PartDeltaEvent(8, TextPartDelta("h"))]
+    b.finish()
+    assert b.parts == [
+        TextPart("ab"),
+        TextPart("c"),
+        ThinkingPart("hm"),
+        TextPart("d"),
+        TextPart("whole"),
+        TextPart("e"),
+        ToolCallPart("f", None, "c1"),
+        TextPart("f"),
+        TextPart("gh"),
+    ]
+
+
 def test_interleaved_keyed_tool_calls_and_text() -> None:
     b = ResponseBuilder()
     b.text("Let me check.")

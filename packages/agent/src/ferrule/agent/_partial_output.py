@@ -7,6 +7,7 @@ checked against the output schema's partial form, and output validators see it w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from ferrule.core.messages import TextPart, ToolCallPart
@@ -20,7 +21,72 @@ from ._partial import JsonPrefix
 from ._schema import partial_ok
 from ._state import LoopState
 
-__all__ = ["PartialTracker"]
+__all__ = ["PlainText", "PartialTracker", "SPAN_END"]
+
+
+class PlainText:
+    """The partial outputs of plain text output (`str` that nothing checks), from one response's events.
+
+    Fed every model event of the response in order, by the run's task (`see`, `delta`) or, when
+    the run streams into the consumer's `Handoff`, by the consumer: the run hands this object over
+    before the response's events and `SPAN_END` after them, and the consumer makes each partial
+    output right after the event it follows, only when it iterates events. A consumer that wants
+    only the text (`stream_text`) keeps the deltas with `skip`, so later snapshots still hold them,
+    without a snapshot per delta.
+    """
+
+    __slots__ = ("chunks", "saw_tool_call", "skip", "text")
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        """The text of the last snapshot."""
+        self.chunks: list[str] = []
+        """Text skipped since the last snapshot, which the next one includes."""
+        self.saw_tool_call = False
+        """Whether a tool call started: text after one is no output."""
+        self.skip: Callable[[str], None] = self.chunks.append
+        """A text delta whose partial output is not wanted: its text goes into the next snapshot
+        (`chunks.append`, no Python call per delta; `delta` clears the list, never replaces it)."""
+
+    def delta(self, delta: str) -> PartialOutputEvent | None:
+        """The partial output after a text delta (none once a tool call started, or for no text)."""
+        if self.saw_tool_call or not delta:
+            return None
+        text = self.text
+        chunks = self.chunks
+        if chunks:
+            chunks.append(delta)
+            delta = "".join(chunks)
+            chunks.clear()
+        # One copy per delta (which the snapshot needs anyway), not a join over every delta so far.
+        snapshot = self.text = delta if text is None else text + delta
+        return PartialOutputEvent(snapshot, snapshot, True)
+
+    def see(self, event: Any) -> PartialOutputEvent | None:
+        """The partial output after any other event of the response."""
+        if isinstance(event, PartStartEvent):
+            part = event.part
+            if isinstance(part, TextPart):
+                return self.delta(part.content)
+            if isinstance(part, ToolCallPart):
+                self.saw_tool_call = True
+        elif isinstance(event, PartDeltaEvent):
+            delta = event.delta
+            if isinstance(delta, TextPartDelta):
+                return self.delta(delta.content_delta)
+            if isinstance(delta, ToolCallPartDelta):
+                self.saw_tool_call = True
+        return None
+
+
+class _SpanEnd:
+    """The marker after the events of a response whose `PlainText` the consumer feeds."""
+
+    __slots__ = ()
+
+
+SPAN_END = _SpanEnd()
+"""Handed over after the last event of a response that a `PlainText` went before."""
 
 
 class PartialTracker:
@@ -37,21 +103,15 @@ class PartialTracker:
         self.saw_tool_call = False
         plan = run.plan
         self.plain = (
-            plan.allow_text
+            PlainText()
+            if plan.allow_text
             and plan.mode not in ("native", "prompted")
             and plan.text_function is None
             and not run.output_validators
+            else None
         )
-        """Whether text is `str` output that nothing checks: `plain_text` makes its partials."""
-
-    def plain_text(self, delta: str) -> PartialOutputEvent | None:
-        """`update` for a text delta when `plain`: the same event, without a coroutine per delta."""
-        if self.saw_tool_call or not delta:
-            return None
-        text = self.text
-        # `_append`, inline: this runs once per delta.
-        snapshot = self.text = delta if not isinstance(text, str) else text + delta
-        return PartialOutputEvent(snapshot, snapshot, True)
+        """When text is `str` output that nothing checks: what makes its partial outputs (and
+        `update` none for text)."""
 
     def _append(self, delta: str) -> str:
         """The text so far with `delta` appended: one copy per delta (which the snapshot needs
@@ -89,7 +149,7 @@ class PartialTracker:
 
     async def _text(self, delta: str) -> PartialOutputEvent | None:
         plan = self.run.plan
-        if self.saw_tool_call or not delta:
+        if self.saw_tool_call or not delta or self.plain is not None:
             return None
         if plan.mode in ("native", "prompted"):
             if not isinstance(self.text, JsonPrefix):
@@ -101,8 +161,6 @@ class PartialTracker:
         snapshot = self._append(delta)
         if plan.text_function is not None:
             return PartialOutputEvent(snapshot)
-        if not self.run.output_validators:
-            return PartialOutputEvent(snapshot, snapshot, True)  # nothing to check: no coroutine per delta
         ok, value = await self._validated(snapshot, None)
         if not ok:
             return None

@@ -27,7 +27,7 @@ from ferrule.core.retry import request_with_retry, stream_batches_with_retry
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
 from ._handoff import Handoff
-from ._partial_output import PartialTracker
+from ._partial_output import SPAN_END, PartialTracker
 from ._state import Emit, HistoryView, LoopState
 from ._step_tools import prepare_tools
 
@@ -153,7 +153,8 @@ async def _processed_history(run: LoopState) -> Sequence[Message]:
 async def _stream(
     run: LoopState, call: ModelCall, emit: Emit, source: AsyncGenerator[list[ModelStreamEvent]] | None = None
 ) -> ModelResponse:
-    """The streamed request: every event to `emit`, each followed by the partial output it makes.
+    """The streamed request: every event to `emit`, each followed by the partial output it makes
+    (which the consumer of the run's own hand-off makes itself from plain text).
 
     `source` replays recorded events instead of sending the request.
     """
@@ -170,24 +171,81 @@ async def _stream(
     # The run's own hand-off takes each event without a coroutine, awaiting only when the
     # consumer is behind; any other `emit` (hooks, a durable recorder) is awaited per event. The
     # model's events come a network read's worth at a time: one resume per read, not per event.
-    out = emit if isinstance(emit, Handoff) else _Awaited(emit)
+    handoff = emit if isinstance(emit, Handoff) else None
+    out = _Awaited(emit) if handoff is None else handoff
     offer = out.offer
-    async with aclosing(stream):
-        async for batch in stream:
-            for event in batch:
-                if offer(event):
-                    await out.wait()
-                if plain and type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
-                    # Most events of a text stream: their partial output without a coroutine.
-                    partial = tracker.plain_text(event.delta.content_delta)
-                elif isinstance(event, ResponseCompleted):
-                    response = event.response
+    # Plain text output into the run's own hand-off: the consumer makes the partial outputs of
+    # text from the events it already gets, and only when it iterates events (`PlainText`);
+    # the text deltas of a read then go over a run at a time (`_hand_over`; a read of one event
+    # goes the cheaper way of every event). Anywhere else the run makes them (`local`). The
+    # markers are offered without waiting: the next event waits if the consumer is behind.
+    # A text delta is two events to a consumer that iterates events (it and its partial
+    # output): the hand-off then waits at half its buffer, so that such a consumer still sees
+    # at most `BUFFER` events between checkpoints; `stream_text` sees one per delta.
+    bulk = handoff if plain is not None else None
+    local = plain if bulk is None else None
+    if bulk is not None:
+        offer(plain)
+        bulk.pairs(run=True)
+    try:
+        async with aclosing(stream):
+            async for batch in stream:
+                if bulk is not None and len(batch) > 1:
+                    completed = await _hand_over(bulk, tracker, batch)
+                    if completed is not None:
+                        response = completed
                     continue
-                else:
-                    partial = await tracker.update(event)
-                if partial is not None and offer(partial):
-                    await out.wait()
+                for event in batch:
+                    if offer(event):
+                        await out.wait()
+                    if (
+                        plain is not None
+                        and type(event) is PartDeltaEvent
+                        and type(event.delta) is TextPartDelta
+                    ):
+                        # Most events of a text stream: their partial output without a coroutine.
+                        if local is None:
+                            continue
+                        partial = local.delta(event.delta.content_delta)
+                    elif isinstance(event, ResponseCompleted):
+                        response = event.response
+                        continue
+                    else:
+                        partial = local.see(event) if local is not None else None
+                        if partial is None:
+                            partial = await tracker.update(event)
+                    if partial is not None and offer(partial):
+                        await out.wait()
+    finally:
+        if bulk is not None:
+            offer(SPAN_END)
+            bulk.pairs(run=False)
     assert response is not None  # the model contract guarantees a completed response
+    return response
+
+
+async def _hand_over(
+    handoff: Handoff, tracker: PartialTracker, batch: list[ModelStreamEvent]
+) -> ModelResponse | None:
+    """A read's events into the run's own hand-off, whose consumer makes plain text's partial
+    outputs: the text deltas between the events the tracker sees go over a run at a time, each
+    other event with the partial output it makes right after it. The completed response, if the
+    read ends with it."""
+    response: ModelResponse | None = None
+    start = 0
+    for index, event in enumerate(batch):
+        if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+            continue
+        await handoff.extend(batch[start : index + 1])
+        start = index + 1
+        if isinstance(event, ResponseCompleted):
+            response = event.response
+            continue
+        partial = await tracker.update(event)
+        if partial is not None and handoff.offer(partial):
+            await handoff.wait()
+    if start < len(batch):
+        await handoff.extend(batch[start:] if start else batch)
     return response
 
 

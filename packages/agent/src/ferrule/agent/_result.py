@@ -17,6 +17,7 @@ from ._deferred import Paused, PauseRequiredError
 from ._errors import RunCancelledError, attach_state
 from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
 from ._handoff import Handoff
+from ._partial_output import SPAN_END, PlainText
 from ._receipts import ActionReceipt, run_actions
 
 if TYPE_CHECKING:
@@ -169,6 +170,11 @@ class StreamedRunResult(Generic[OutputT]):
         # The events taken from the run and not yet delivered: an iteration left early (a `break`)
         # leaves the rest here for the next one, so no event is lost or delivered twice.
         self._held: Iterator[Any] = iter(())
+        # The `PlainText` of the response streaming (between it and `SPAN_END` in the hand-off),
+        # and the partial output it made for the event delivered last, when the iteration that
+        # delivered that event was left before the partial output (delivered first by the next).
+        self._plain: PlainText | None = None
+        self._owed: PartialOutputEvent | None = None
         self._finished = False
         self._cancelled = False
 
@@ -176,9 +182,36 @@ class StreamedRunResult(Generic[OutputT]):
         return self._events()
 
     async def _events(self) -> AsyncIterator[AgentStreamEvent]:
+        self._handoff.pairs(consumer=True)  # the partial outputs of plain text made here
+        owed = self._owed
+        if owed is not None:
+            self._owed = None
+            yield owed
         async for held in self._batches():
             for event in held:
+                plain = self._plain
+                if plain is not None:
+                    if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+                        partial = plain.delta(event.delta.content_delta)
+                    elif type(event) is PlainText or event is SPAN_END:
+                        self._span(event)
+                        continue
+                    else:
+                        partial = plain.see(event)
+                    if partial is not None:
+                        self._owed = partial
+                        yield event
+                        self._owed = None
+                        yield partial
+                        continue
+                elif type(event) is PlainText:
+                    self._span(event)
+                    continue
                 yield event
+
+    def _span(self, marker: object) -> None:
+        """A response's `PlainText` starts, or `SPAN_END` ends it."""
+        self._plain = marker if type(marker) is PlainText else None
 
     async def _batches(self) -> AsyncIterator[Iterator[Any]]:
         """The held events, then each batch the run hands over, as one iterator (`_held`)."""
@@ -207,23 +240,35 @@ class StreamedRunResult(Generic[OutputT]):
         response; only the final result is the run's output.
         """
         current: list[str] = []
+        self._owed = None  # a partial output, which this does not deliver
+        self._handoff.pairs(consumer=False)  # nor makes
         # The batches directly, not `async for event in self`: one generator less per event.
         async for held in self._batches():
             for event in held:
-                if type(event) is PartialOutputEvent:
-                    continue  # every other event of a text stream
-                if isinstance(event, PartDeltaEvent):
-                    if not isinstance(event.delta, TextPartDelta):
-                        continue
+                plain = self._plain
+                if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
+                    # Most events of a text stream. A partial output would need its text later.
                     text = event.delta.content_delta
-                elif isinstance(event, PartStartEvent):
-                    if event.index == 0:
-                        current = []
-                    if not isinstance(event.part, TextPart):
-                        continue
-                    text = event.part.content
+                    if plain is not None:
+                        plain.skip(text)
                 else:
-                    continue
+                    if type(event) is PlainText or event is SPAN_END:
+                        self._span(event)
+                        continue
+                    if plain is not None:
+                        plain.see(event)
+                    if isinstance(event, PartDeltaEvent):
+                        if not isinstance(event.delta, TextPartDelta):
+                            continue
+                        text = event.delta.content_delta
+                    elif isinstance(event, PartStartEvent):
+                        if event.index == 0:
+                            current = []
+                        if not isinstance(event.part, TextPart):
+                            continue
+                        text = event.part.content
+                    else:
+                        continue  # a partial output among them
                 if text:
                     if delta:
                         yield text

@@ -140,6 +140,10 @@ ModelStreamEvent: TypeAlias = PartStartEvent | PartDeltaEvent | PartEndEvent | R
 """An event of a model stream."""
 
 
+_PART_EVENTS = frozenset((PartStartEvent, PartDeltaEvent, PartEndEvent))
+"""The stream events that are not a `ResponseCompleted`, by exact type."""
+
+
 class Model(abc.ABC):
     """Base class of every model client.
 
@@ -229,12 +233,15 @@ class Model(abc.ABC):
                 batch: list[ModelStreamEvent] = [item] if single else item
                 if completed:
                     raise self._broken("produced an event after its completed response")
-                for index, event in enumerate(batch):
-                    if isinstance(event, ResponseCompleted):
-                        completed = True
-                        if index + 1 < len(batch):
-                            yield batch[: index + 1]
-                            raise self._broken("produced an event after its completed response")
+                # Most lists of a read hold only part events (exactly those types): checked in C,
+                # not per event.
+                if single or not _PART_EVENTS.issuperset(map(type, batch)):
+                    for index, event in enumerate(batch):
+                        if isinstance(event, ResponseCompleted):
+                            completed = True
+                            if index + 1 < len(batch):
+                                yield batch[: index + 1]
+                                raise self._broken("produced an event after its completed response")
                 yield batch
         except Exception as exc:
             self._scrub(exc)

@@ -47,11 +47,17 @@ class ResponseBuilder:
     def __init__(self) -> None:
         self._open: list[_Open] = []
         self._by_key: dict[Hashable, int] = {}
+        # The last part while it is an open text part, and its index: where most deltas go.
+        self._tail: _Open | None = None
+        self._tail_index = 0
 
     def _start(self, part: ModelResponsePart, key: Hashable | None) -> tuple[int, list[ModelStreamEvent]]:
         events: list[ModelStreamEvent] = []
         index = len(self._open)
-        self._open.append(_Open(part))
+        entry = _Open(part)
+        self._open.append(entry)
+        self._tail = entry if isinstance(part, TextPart) else None
+        self._tail_index = index
         if key is not None:
             self._by_key[key] = index
         events.append(PartStartEvent(index, _snapshot(part, None)))
@@ -81,18 +87,18 @@ class ResponseBuilder:
 
         `provider_details` are merged into the part's; `citations` are appended to its list.
         """
-        if delta and provider_details is None and citations is None and self._open:
+        tail = self._tail
+        if (
+            tail is not None
+            and delta
+            and provider_details is None
+            and citations is None
+            and (key is None or self._by_key.get(key) == self._tail_index)
+        ):
             # The next delta of the open text part (without a key, or keyed to it): one event, no
             # search (most deltas of a stream).
-            last = self._open[-1]
-            index = len(self._open) - 1
-            if (
-                not last.ended
-                and isinstance(last.part, TextPart)
-                and (key is None or self._by_key.get(key) == index)
-            ):
-                last.chunks.append(delta)
-                return [PartDeltaEvent(index, TextPartDelta(delta))]
+            tail.chunks.append(delta)
+            return [PartDeltaEvent(self._tail_index, TextPartDelta(delta))]
         index = self._find(key, TextPart)
         events: list[ModelStreamEvent] = []
         if index is None:
@@ -215,6 +221,7 @@ class ResponseBuilder:
         """Add a part that arrived whole (a native tool result, a file); it starts and ends at once."""
         index, events = self._start(part, key)
         self._open[index].ended = True
+        self._tail = None
         events.append(PartEndEvent(index, part))
         return events
 
@@ -228,6 +235,8 @@ class ResponseBuilder:
     def _end(self, index: int) -> PartEndEvent:
         entry = self._open[index]
         entry.ended = True
+        if entry is self._tail:
+            self._tail = None
         entry.part = _snapshot(entry.part, entry.chunks)
         entry.chunks = []
         return PartEndEvent(index, entry.part)
