@@ -41,8 +41,20 @@ class Marking(WireCache):
 
     __slots__ = ()
 
-    def encode(self, messages: Any, view: Any, encode: Any, /, *, start: int = 0) -> bytes:
-        return super().encode(messages, view, encode, start=start).replace(b"step", b"STEP")
+    def encode(
+        self,
+        messages: Any,
+        view: Any,
+        encode: Any,
+        /,
+        *,
+        start: int = 0,
+        before: bytes = b"",
+        lead: bytes = b"",
+        after: bytes | Callable[[], bytes] = b"",
+    ) -> bytes:
+        body = super().encode(messages, view, encode, start=start, before=before, lead=lead, after=after)
+        return body.replace(b"step", b"STEP")
 
 
 def replayed(
