@@ -20,7 +20,7 @@ import pytest
 
 from ferrule.core.errors import ProviderError
 from ferrule.core.messages import TextPart
-from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted
+from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted, TextPartDelta
 from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import chat_codec, responses_codec
 from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
@@ -330,8 +330,44 @@ def test_a_subclass_feed_sees_every_event_of_a_batch() -> None:
             seen.append(event.data)
             return super().feed(event)
 
-    events = [_chat_chunk(f"t{i} ") for i in range(5)]
+    events = [_chat_chunk(f"t{i} ") for i in range(12)]
     out: list[ModelStreamEvent] = []
     Logged().feed_many(events, out)
     assert seen == [event.data for event in events]
-    assert len(out) == 6  # the part's start, then a delta each
+    assert len(out) == 13  # the part's start, then a delta each
+
+
+class _Batches:
+    """A module's fast-path decoder, with the lengths of the lists it was given at once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.one = 0
+        self.lists: list[int] = []
+
+    def decode(self, data: str) -> Any:
+        self.one += 1
+        return self.inner.decode(data)
+
+    def decode_each(self, datas: list[str]) -> list[Any]:
+        self.lists.append(len(datas))
+        return self.inner.decode_each(datas)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_read_of_text_deltas_is_decoded_at_once(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = chat_codec if api == "chat" else responses_codec
+    name = _FAST[api]
+    batches = _Batches(getattr(module, name))
+    monkeypatch.setattr(module, name, batches)
+    make = _chat_chunk if api == "chat" else _responses_delta
+    events = [make(f"t{i} ") for i in range(40)]
+    decoder = _decoder(api)
+    out: list[ModelStreamEvent] = []
+    decoder.feed_many(events[:3], out)  # a short read: one by one
+    decoder.feed_many(events[3:], out)
+    # The Chat decoder decodes the stream's first chunk the full way (it sets up the stream's IDs).
+    assert (batches.one, batches.lists) == ((2, [37]) if api == "chat" else (3, [37]))
+    assert [e.delta for e in out if isinstance(e, PartDeltaEvent)] == [
+        TextPartDelta(f"t{i} ") for i in range(40)
+    ]

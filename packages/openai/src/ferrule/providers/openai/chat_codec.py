@@ -1033,7 +1033,7 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 # reasoning, where nearly none fits).
 _FAST_MISSES: Final = 8
 # Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
-_BATCHED: Final = 2
+_BATCHED: Final = 6
 _data: Final = operator.attrgetter("data")
 _fits: Final = functools.partial(operator.is_not, None)
 
