@@ -1034,6 +1034,8 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 _FAST_MISSES: Final = 8
 # Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
 _BATCHED: Final = 6
+# At most this many chunks are decoded in one call, tried before knowing they fit.
+_WINDOW: Final = 64
 _data: Final = operator.attrgetter("data")
 _fits: Final = functools.partial(operator.is_not, None)
 
@@ -1139,32 +1141,26 @@ class ChatStreamDecoder:
                 out += self.feed(event)
             return
         start = 0
-        while start < count and not (self._fast and not self._finished):
-            out += self.feed(events[start])  # the first chunk, or chunks that rarely fit
-            start += 1
-        if start == count:
-            return
-        # Decoded as `feed` decodes each on the fast path, the whole rest of the read at once.
-        base = start
-        decoded = _TEXT_CHUNK.decode_each(list(map(_data, events[start:] if start else events)))
-        results = iter(decoded)
         while start < count:
-            run = cast(
-                "list[_TextChunk]", list(takewhile(_fits, results))
-            )  # up to the first that did not fit
-            if run:
-                self._text_chunks(run, out)
-                start += len(run)
-            if start == count:
-                return
-            # It did not fit: the full way, as one by one (the miss counted).
-            out += self.feed(events[start])
-            start += 1
-            if not self._fast:
-                while start < count and not self._fast:
-                    out += self.feed(events[start])  # given up on the fast path, or `[DONE]`
-                    start += 1
-                results = iter(decoded[start - base :])  # tried again from a text chunk on
+            if not self._fast or self._finished:
+                out += self.feed(events[start])  # the first chunk, or chunks that rarely fit
+                start += 1
+                continue
+            # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
+            # stream that turns out not to fit (tool calls) wastes at most a window's decodes.
+            end = min(count, start + _WINDOW)
+            results = iter(_TEXT_CHUNK.decode_each(list(map(_data, events[start:end]))))
+            while True:
+                run = cast("list[_TextChunk]", list(takewhile(_fits, results)))  # up to the first misfit
+                if run:
+                    self._text_chunks(run, out)
+                    start += len(run)
+                if start == end:
+                    break
+                out += self.feed(events[start])  # it did not fit: the full way, the miss counted
+                start += 1
+                if not self._fast:
+                    break  # given up on the fast path, or `[DONE]`: one by one from here
 
     def _text_chunks(self, chunks: list[_TextChunk], out: list[ModelStreamEvent]) -> None:
         """`_text_chunk` for each of `chunks` in order, their events added to `out`."""
