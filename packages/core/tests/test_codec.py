@@ -381,3 +381,26 @@ def test_replay_checks_a_batch_decoder_against_feed(tmp_path: Path) -> None:
     assert next(d.batches for d in codec.decoders if d.batches) == [3]
     with pytest.raises(ConformanceError, match="feed_many"):
         replay(_BatchCodec(skew=True), streamed)
+
+
+class _PerReadModel(_BatchModel):
+    _stream_done_per_read = True
+
+    def _stream_done(self, decoder: StreamDecoder) -> bool:
+        self.asked += 1
+        return isinstance(decoder, _BatchDecoder) and decoder.fed == 3
+
+
+async def test_a_model_may_ask_to_stop_once_a_read(serve: Serve) -> None:
+    def handler(conn: Conn, request: Request) -> bool:
+        conn.start_chunked(200, {"content-type": "text/event-stream"})
+        conn.chunk(STREAM)
+        conn.hang()  # never ends the body: only stopping early finishes the stream
+        return False
+
+    model = _PerReadModel(_provider(serve(handler)))
+    events = [event async for event in model.stream(CALL)]
+    assert check_stream(events).text == "Hello"
+    (decoder,) = model.batch_codec.decoders
+    assert sum(decoder.batches) == decoder.fed == 3
+    assert model.asked == len(decoder.batches)  # once a read, not once an event

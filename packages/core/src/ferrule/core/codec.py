@@ -572,6 +572,12 @@ class CodecModel(Model, Generic[_ProviderT]):
     `CodecModel._request` before any await, so that the proof of the history taken for the check
     of `request` may be handed to the encode."""
 
+    _stream_done_per_read: ClassVar[bool] = False
+    """Set by a subclass whose `_stream_done` may be asked once after each network read's events
+    rather than after each event: its decoder ignores what follows the point where it holds (as
+    the Messages decoder after `message_stop`), so a
+    [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder] still gets a read at once."""
+
     def __init__(
         self, model_name: str, *, provider: _ProviderT, settings: ModelSettings | None = None
     ) -> None:
@@ -666,7 +672,8 @@ class CodecModel(Model, Generic[_ProviderT]):
     def _stream_done(self, decoder: StreamDecoder) -> bool:
         """Whether to stop reading the stream after the last event; by default it is read to its end.
 
-        Reading to the end lets the connection go back to the pool.
+        Asked after each event, or after each read's events with `_stream_done_per_read`. Reading
+        to the end lets the connection go back to the pool.
         """
         del decoder
         return False
@@ -750,7 +757,9 @@ class CodecModel(Model, Generic[_ProviderT]):
         # that can is given each read's events at once.
         stop = None if type(self)._stream_done is CodecModel[Any]._stream_done else self._stream_done
         # (Looked up by name: a check against the protocol costs microseconds a stream.)
-        feed_many: _FeedMany | None = None if stop is not None else getattr(decoder, "feed_many", None)
+        feed_many: _FeedMany | None = (
+            getattr(decoder, "feed_many", None) if stop is None or self._stream_done_per_read else None
+        )
         from .provider import sse_batches  # loaded with every provider; not at this module's import
 
         async with self._provider.stream_sse("POST", path, content=wire.body, **options) as events:
@@ -762,6 +771,7 @@ class CodecModel(Model, Generic[_ProviderT]):
                 try:
                     if feed_many is not None:
                         feed_many(batch, out)
+                        done = stop is not None and stop(decoder)
                     else:
                         for event in batch:
                             out += feed(event)
