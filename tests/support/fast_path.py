@@ -21,7 +21,7 @@ from ferrule.core.sse import SseEvent, SseParser
 
 __all__ = ["BATCH_SIZES", "Counted", "comparable", "decode_all", "decode_batched", "rewritten"]
 
-BATCH_SIZES = (1, 2, 7, 13, None)
+BATCH_SIZES = (1, 2, 7, 16, 17, 40, None)
 """Batch sizes `decode_batched` is run with in the equivalence tests (`None`: the whole body)."""
 
 

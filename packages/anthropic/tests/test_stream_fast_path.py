@@ -143,11 +143,11 @@ def test_the_batch_path_is_feed_one_by_one_across_blocks() -> None:
     assert isinstance(done, ResponseCompleted)
     assert (done.response.text or "").startswith("a0a1")
     # A delta of a block never started fails the same way, what preceded it kept.
-    _same_batched(_body(_START + [_text(0, f"a{i}") for i in range(9)] + [_text(5, "x"), _text(0, "y")]))
+    _same_batched(_body(_START + [_text(0, f"a{i}") for i in range(20)] + [_text(5, "x"), _text(0, "y")]))
 
 
 def test_a_failing_event_mid_batch_leaves_the_events_before_it() -> None:
-    before = _START + [_text(0, f"t{i}") for i in range(8)]
+    before = _START + [_text(0, f"t{i}") for i in range(20)]
     failing = _sse("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}})
     expected: list[ModelStreamEvent] = []
     decoder = StreamDecoder()
@@ -160,4 +160,4 @@ def test_a_failing_event_mid_batch_leaves_the_events_before_it() -> None:
         StreamDecoder().feed_many([*before, failing, _text(0, "late")], out)
     assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
     assert out == expected
-    assert len(out) == 9  # the part's start and its eight deltas
+    assert len(out) == 21  # the part's start and its twenty deltas

@@ -273,12 +273,12 @@ def _responses_delta(text: str, item_id: str = "msg_1", index: int = 0) -> SseEv
 
 _FAILING = {
     "chat": (
-        [_chat_chunk(f"t{i} ") for i in range(6)],
+        [_chat_chunk(f"t{i} ") for i in range(20)],
         _sse({"error": {"message": "overloaded", "type": "server_error"}}),
         _chat_chunk("after"),
     ),
     "responses": (
-        [_responses_delta(f"t{i} ") for i in range(6)],
+        [_responses_delta(f"t{i} ") for i in range(20)],
         _sse({"type": "error", "code": "server_error", "message": "overloaded"}),
         _responses_delta("after"),
     ),
@@ -299,12 +299,13 @@ def test_a_failing_event_mid_batch_leaves_the_events_before_it(api: str) -> None
         _decoder(api).feed_many([*before, failing, after], out)
     assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
     assert out == expected
-    assert len([e for e in out if isinstance(e, PartDeltaEvent)]) == 6
+    assert len([e for e in out if isinstance(e, PartDeltaEvent)]) == 20
 
 
 def test_the_batch_path_keeps_each_content_part_of_an_item_apart() -> None:
     keys = [("msg_1", 0), ("msg_1", 0), ("msg_1", 1), ("msg_1", 1), ("msg_1", 0), ("msg_2", 0), ("msg_1", 1)]
-    events = [_responses_delta(f"{n}", item, index) for n, (item, index) in enumerate(keys)]
+    keys = [(item, index) for item, index in keys for _ in range(3)]  # a read long enough to batch
+    events = [_responses_delta(f"{n % 10}", item, index) for n, (item, index) in enumerate(keys)]
     done: dict[str, Any] = {"type": "response.completed", "response": {"status": "completed", "output": []}}
     events.append(_sse(done))
     expected: list[ModelStreamEvent] = []
@@ -319,7 +320,11 @@ def test_the_batch_path_keeps_each_content_part_of_an_item_apart() -> None:
     assert msgspec.to_builtins(out[:-1]) == msgspec.to_builtins(expected[:-1])
     final = out[-1]
     assert isinstance(final, ResponseCompleted)
-    assert [p.content for p in final.response.parts if isinstance(p, TextPart)] == ["014", "236", "5"]
+    assert [p.content for p in final.response.parts if isinstance(p, TextPart)] == [
+        "012345234",
+        "678901890",
+        "567",
+    ]
 
 
 def test_a_subclass_feed_sees_every_event_of_a_batch() -> None:
@@ -330,11 +335,11 @@ def test_a_subclass_feed_sees_every_event_of_a_batch() -> None:
             seen.append(event.data)
             return super().feed(event)
 
-    events = [_chat_chunk(f"t{i} ") for i in range(12)]
+    events = [_chat_chunk(f"t{i} ") for i in range(20)]
     out: list[ModelStreamEvent] = []
     Logged().feed_many(events, out)
     assert seen == [event.data for event in events]
-    assert len(out) == 13  # the part's start, then a delta each
+    assert len(out) == 21  # the part's start, then a delta each
 
 
 class _Batches:

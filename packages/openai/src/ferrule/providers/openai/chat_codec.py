@@ -1033,7 +1033,7 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 # reasoning, where nearly none fits).
 _FAST_MISSES: Final = 8
 # Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
-_BATCHED: Final = 6
+_BATCHED: Final = 16
 # At most this many chunks are decoded in one call, tried before knowing they fit.
 _WINDOW: Final = 64
 _data: Final = operator.attrgetter("data")
@@ -1100,8 +1100,17 @@ class ChatStreamDecoder:
             text_chunk = _TEXT_CHUNK.decode(data)
             if text_chunk is not None:
                 return self._text_chunk(text_chunk)  # typed values: no shape error to convert
-            self._misses += 1
-            self._fast = self._misses < _FAST_MISSES
+            return self._missed(data)
+        return self._full(data)
+
+    def _missed(self, data: str) -> list[ModelStreamEvent]:
+        """`feed` for a chunk the fast path tried and did not fit: the miss counted, the full way."""
+        self._misses += 1
+        self._fast = self._misses < _FAST_MISSES
+        return self._full(data)
+
+    def _full(self, data: str) -> list[ModelStreamEvent]:
+        """`feed` for a chunk off the fast path."""
         if self._done or not data.startswith("{"):
             # Not a chunk object as sent: blank, `[DONE]`, padded, or after `[DONE]`.
             stripped = data.strip()
@@ -1157,7 +1166,7 @@ class ChatStreamDecoder:
                     start += len(run)
                 if start == end:
                     break
-                out += self.feed(events[start])  # it did not fit: the full way, the miss counted
+                out += self._missed(events[start].data)  # what `feed` does with a chunk that did not fit
                 start += 1
                 if not self._fast:
                     break  # given up on the fast path, or `[DONE]`: one by one from here

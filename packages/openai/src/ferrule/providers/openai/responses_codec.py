@@ -1004,7 +1004,7 @@ class _TextDeltaEvent(msgspec.Struct, gc=False):
 
 _TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
 # Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
-_BATCHED: Final = 6
+_BATCHED: Final = 16
 _data: Final = operator.attrgetter("data")
 _fits: Final = functools.partial(operator.is_not, None)
 
