@@ -1,8 +1,9 @@
 """Helpers for the tests that decode a recorded stream with a decoder's fast path and without it.
 
 `Counted` stands in for a module's `FastPathDecoder` (counting what it decoded, or decoding
-nothing), `decode_all` runs a body through a stream decoder, `comparable` makes two runs' events
-comparable, and `rewritten` gives a body with each JSON event changed.
+nothing), `decode_all` runs a body through a stream decoder (`decode_batched` through its batch
+path, a few events at a time), `comparable` makes two runs' events comparable, and `rewritten`
+gives a body with each JSON event changed.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from typing import Any, cast
 
 import msgspec
 
-from ferrule.core.codec import StreamDecoder
+from ferrule.core.codec import BatchStreamDecoder, StreamDecoder
 from ferrule.core.errors import ProviderError
 from ferrule.core.model import ModelStreamEvent
 from ferrule.core.sse import SseEvent, SseParser
 
-__all__ = ["Counted", "comparable", "decode_all", "rewritten"]
+__all__ = ["BATCH_SIZES", "Counted", "comparable", "decode_all", "decode_batched", "rewritten"]
+
+BATCH_SIZES = (1, 2, 7, 16, 17, 40, None)
+"""Batch sizes `decode_batched` is run with in the equivalence tests (`None`: the whole body)."""
 
 
 class Counted:
@@ -45,6 +49,27 @@ def decode_all(
     try:
         for event in parser.feed(body) + parser.close():
             events.extend(decoder.feed(event))
+        events.extend(decoder.finish())
+    except ProviderError as exc:
+        return events, (type(exc), str(exc))
+    return events, None
+
+
+def decode_batched(
+    decoder: BatchStreamDecoder, body: bytes, size: int | None
+) -> tuple[list[ModelStreamEvent], tuple[type[ProviderError], str] | None]:
+    """`decode_all` through `decoder.feed_many`, `size` events at a time (`None`: all at once).
+
+    The events are those `feed_many` left in its list when it raised, so they compare with
+    `decode_all`'s one by one.
+    """
+    events: list[ModelStreamEvent] = []
+    parser = SseParser()
+    try:
+        parsed = parser.feed(body) + parser.close()
+        step = size or max(len(parsed), 1)
+        for start in range(0, len(parsed), step):
+            decoder.feed_many(parsed[start : start + step], events)
         events.extend(decoder.finish())
     except ProviderError as exc:
         return events, (type(exc), str(exc))

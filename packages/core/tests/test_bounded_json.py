@@ -817,3 +817,22 @@ def test_fast_paths_decode_only_documents_within_every_limit(seed: int) -> None:
     # Both outcomes were exercised.
     assert decoded
     assert refused
+
+
+def test_fast_path_decoder_decode_each_is_decode_of_each() -> None:
+    # Proved by size at most 32 characters (twice `max_depth`), 30 as any text (a quarter of 120
+    # bytes); past them each document is proved one by one.
+    decoder = bj.FastPathDecoder(_Text, limits(max_depth=16, max_bytes=120))
+    fit = ['{"text": "a"}', '{"text": "é"}', '{"text": "b", "o": [1]}']
+    misfits = ['{"text": 1}', '{"text": "a"', "", '{"text": "\ud800"}', '{"o": [[[[[[[1]]]]]]]}']
+    for datas in (
+        [],
+        fit,
+        [*fit, *misfits],
+        [misfits[0], *fit, misfits[1], *fit, misfits[2]],
+        ['{"text": "' + "x" * 40 + '"}', *fit],  # too long to prove by size
+        [*fit, '{"text": "' + "x" * 20 + '"}'],  # 32 characters, all ASCII
+        [*fit, '{"text": "' + "é" * 20 + '"}'],  # 32 characters, not all ASCII
+        misfits,
+    ):
+        assert decoder.decode_each(datas) == [decoder.decode(data) for data in datas], datas

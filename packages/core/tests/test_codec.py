@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -33,6 +33,7 @@ from ferrule.core.model import (
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import Provider, QueryParams
 from ferrule.core.settings import ModelSettings
+from ferrule.core.sse import SseEvent
 from tests.support.http_server import Conn, LocalServer, Request, json_reply, sse_reply
 
 Serve = Callable[..., LocalServer]
@@ -125,7 +126,7 @@ async def test_stream_done_stops_reading_and_finishes(serve: Serve) -> None:
     assert check_stream(events).text == "Hel"
 
 
-async def _drain(model: _Model, seen: list[ModelStreamEvent]) -> None:
+async def _drain(model: CodecModel[Provider], seen: list[ModelStreamEvent]) -> None:
     async for event in model.stream(CALL):
         seen.append(event)
 
@@ -271,3 +272,135 @@ def test_a_cassette_replays_through_a_codec(tmp_path: Path) -> None:
     assert streamed.id == f"{tmp_path.name}/test_generate#0"
     assert replay(FerruleTestCodec(), streamed).text == "Hello"
     assert replay(FerruleTestCodec(), buffered).text == "hi"
+
+
+# -- the batch path ----------------------------------------------------------------------------------
+
+
+class _BatchDecoder(TestStreamDecoder):
+    """The test decoder with a `feed_many` that records each batch, then feeds its events one by one."""
+
+    def __init__(self, *, model_name: str | None = None, skew: bool = False) -> None:
+        super().__init__(model_name=model_name)
+        self.batches: list[int] = []
+        self.fed = 0
+        self.skew = skew
+
+    def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
+        self.fed += 1
+        return super().feed(event)
+
+    def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent]) -> None:
+        self.batches.append(len(events))
+        for event in events:
+            out += self.feed(event)
+            if self.skew:
+                out += self._builder.text("!")  # not what `feed` gives: conformance must say so
+
+
+class _BatchCodec(FerruleTestCodec):
+    def __init__(self, *, skew: bool = False) -> None:
+        super().__init__()
+        self.skew = skew
+        self.decoders: list[_BatchDecoder] = []
+
+    def stream_decoder(self) -> _BatchDecoder:
+        decoder = _BatchDecoder(model_name=self.model_name, skew=self.skew)
+        self.decoders.append(decoder)
+        return decoder
+
+
+class _BatchModel(CodecModel[Provider]):
+    def __init__(self, provider: Provider) -> None:
+        super().__init__("m1", provider=provider)
+        self.batch_codec = _BatchCodec()
+        self.asked: int = 0
+
+    @property
+    def profile(self) -> ModelProfile:
+        return ModelProfile()
+
+    def codec(self) -> _BatchCodec:
+        return self.batch_codec
+
+    def _endpoint(self, *, stream: bool) -> tuple[str, QueryParams | None]:
+        return ("/stream", None) if stream else ("/generate", None)
+
+
+class _StoppingBatchModel(_BatchModel):
+    def _stream_done(self, decoder: StreamDecoder) -> bool:
+        self.asked += 1
+        return False
+
+
+async def test_a_batch_decoder_gets_each_read_at_once_unless_the_model_asks_to_stop(serve: Serve) -> None:
+    model = _BatchModel(_provider(serve(sse_reply(STREAM))))
+    events = [event async for event in model.stream(CALL)]
+    assert check_stream(events).text == "Hello"
+    (decoder,) = model.batch_codec.decoders
+    # One write: the events come in fewer reads than events (the first may be read on its own).
+    assert sum(decoder.batches) == decoder.fed == 3
+    assert len(decoder.batches) < 3
+    # A model that asks after each event whether to stop is fed one event at a time.
+    stopping = _StoppingBatchModel(_provider(serve(sse_reply(STREAM))))
+    events = [event async for event in stopping.stream(CALL)]
+    assert check_stream(events).text == "Hello"
+    (decoder,) = stopping.batch_codec.decoders
+    assert (decoder.batches, decoder.fed, stopping.asked) == ([], 3, 3)
+
+
+async def test_a_batch_decoder_failing_mid_read_delivers_what_preceded_it(serve: Serve) -> None:
+    broken = b'data: "Hel"\n\ndata: "lo"\n\ndata: {not json\n\ndata: "late"\n\n'
+    seen: list[ModelStreamEvent] = []
+    model = _BatchModel(_provider(serve(sse_reply(broken))))
+    with pytest.raises(ResponseDecodeError):
+        await _drain(model, seen)
+    assert [type(e) for e in seen] == [PartStartEvent, PartDeltaEvent, PartDeltaEvent]
+    assert sum(model.batch_codec.decoders[0].batches) == 4
+
+
+def test_feed_sse_batched_gives_each_chunk_s_events_to_feed_many() -> None:
+    decoder = _BatchDecoder()
+    events = feed_sse(decoder, STREAM, chunk_sizes=[13], batched=True)
+    assert check_stream(events).text == "Hello"
+    assert decoder.fed == sum(decoder.batches) == 3  # no call for a chunk that completes no event
+    assert all(decoder.batches)
+    one_by_one = _BatchDecoder()
+    assert check_stream(feed_sse(one_by_one, STREAM)).text == "Hello"
+    assert (one_by_one.batches, one_by_one.fed) == ([], 3)
+
+
+def test_replay_checks_a_batch_decoder_against_feed(tmp_path: Path) -> None:
+    path = tmp_path / "test_generate.yaml"
+    path.write_text(CASSETTE)
+    streamed, _ = load_cassette(path)
+    codec = _BatchCodec()
+    assert replay(codec, streamed).text == "Hello"
+    # Fed one by one whole and split, then through `feed_many` whole and split.
+    assert [sum(d.batches) for d in codec.decoders if d.fed] == [0, 0, 3, 3]
+    assert next(d.batches for d in codec.decoders if d.batches) == [3]
+    with pytest.raises(ConformanceError, match="feed_many"):
+        replay(_BatchCodec(skew=True), streamed)
+
+
+class _PerReadModel(_BatchModel):
+    _stream_done_per_read = True
+
+    def _stream_done(self, decoder: StreamDecoder) -> bool:
+        self.asked += 1
+        return isinstance(decoder, _BatchDecoder) and decoder.fed == 3
+
+
+async def test_a_model_may_ask_to_stop_once_a_read(serve: Serve) -> None:
+    def handler(conn: Conn, request: Request) -> bool:
+        conn.start_chunked(200, {"content-type": "text/event-stream"})
+        conn.chunk(STREAM)
+        conn.hang()  # never ends the body: only stopping early finishes the stream
+        return False
+
+    model = _PerReadModel(_provider(serve(handler)))
+    events = [event async for event in model.stream(CALL)]
+    assert check_stream(events).text == "Hello"
+    (decoder,) = model.batch_codec.decoders
+    assert sum(decoder.batches) == decoder.fed == 3
+    assert model.asked == len(decoder.batches)  # once a read, not once an event

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ferrule.core.messages import NativeToolReturnPart, TextPart, ThinkingPart, ToolCallPart
 from ferrule.core.model import (
+    ModelStreamEvent,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -137,3 +138,37 @@ def test_text_part_details_and_citations_accumulate() -> None:
             citations=[{"url": "https://e.com/1"}, {"url": "https://e.com/2"}],
         )
     ]
+
+
+def _scripted(b: ResponseBuilder) -> None:
+    # Text of no key, of keys, an ended part, a thinking part in between: every case `text` has.
+    b.text("a", key="k1", id="m1")
+    b.thinking("t")
+    b.text("b", key="k2")
+    b.end("k2")
+
+
+def test_texts_is_text_for_each_delta() -> None:
+    cases: list[tuple[list[str], str | None]] = [
+        (["x", "y", "z"], None),
+        (["x", "", "y"], None),
+        (["", ""], None),
+        ([], None),
+        (["x", "y"], "k1"),  # an open part, not the last one
+        (["x", "y"], "k2"),  # an ended part: a new one
+        (["x", "", "y"], "k3"),  # a new key
+    ]
+    for deltas, key in cases:
+        for setup in (None, _scripted):
+            one, many = ResponseBuilder(), ResponseBuilder()
+            if setup is not None:
+                setup(one)
+                setup(many)
+            expected = [event for delta in deltas for event in one.text(delta, key=key)]
+            out: list[ModelStreamEvent] = []
+            many.texts(deltas, out, key=key)
+            assert out == expected, (deltas, key, setup)
+            # And the builders go on alike.
+            assert many.text("w", key=key) == one.text("w", key=key)
+            assert many.finish() == one.finish()
+            assert many.parts == one.parts

@@ -4,7 +4,9 @@ The Chat Completions decoder tries a chunk as a text-only delta first, the Respo
 event as a text delta; anything that does not fit goes the full way. Each recorded stream (the
 shared PydanticAI cassettes, read in place) is decoded with the fast path and without it, as
 recorded and with fields changed from chunk to chunk: the events, the final response and any
-error must be the same, and the fast path must have taken most text deltas.
+error must be the same, and the fast path must have taken most text deltas. The batch path
+(`feed_many`, a network read's events at once) gives what `feed` gives one by one, on the same
+streams in batches of several sizes, errors included.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import pytest
 
 from ferrule.core.errors import ProviderError
 from ferrule.core.messages import TextPart
-from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted
+from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted, TextPartDelta
 from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import chat_codec, responses_codec
 from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
-from tests.support.fast_path import Counted, comparable, decode_all, rewritten
+from tests.support.fast_path import BATCH_SIZES, Counted, comparable, decode_all, decode_batched, rewritten
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -210,3 +212,167 @@ def test_the_chat_fast_path_gives_up_on_chunks_that_never_fit(monkeypatch: pytes
     _, error, counted = _decode("chat", _chat_body(calls), monkeypatch, fast=True)
     assert error is None
     assert (counted.tried, counted.decoded) == (chat_codec._FAST_MISSES, 0)
+
+
+def _decoder(api: str | None) -> chat_codec.ChatStreamDecoder | responses_codec.ResponsesStreamDecoder:
+    return chat_codec.ChatStreamDecoder() if api == "chat" else responses_codec.ResponsesStreamDecoder()
+
+
+def _same_batched(api: str | None, body: bytes) -> None:
+    """`feed_many` in batches of every size gives what `feed` gives one by one (errors too)."""
+    started = datetime.now(UTC)
+    one_events, one_error = decode_all(_decoder(api), body)
+    expected = comparable(one_events, started)
+    for size in BATCH_SIZES:
+        events, error = decode_batched(_decoder(api), body, size)
+        assert error == one_error, size
+        assert comparable(events, started) == expected, size
+
+
+@pytest.mark.parametrize("it", STREAMS, ids=lambda it: it.id)
+def test_the_batch_path_is_feed_one_by_one(it: Interaction) -> None:
+    _same_batched(_api(it), it.response_bytes)
+
+
+@pytest.mark.parametrize(
+    "it", [it for it in STREAMS if it.status < 300 and it.response_text], ids=lambda it: it.id
+)
+def test_the_batch_path_is_feed_one_by_one_as_fields_change(it: Interaction) -> None:
+    body = rewritten(it.response_bytes, _mutated_chat if _api(it) == "chat" else _mutated_responses)
+    _same_batched(_api(it), body)
+
+
+def test_the_chat_batch_path_follows_the_fast_path_giving_up_and_trying_again() -> None:
+    thinking = [{"reasoning_content": f"r{i} "} for i in range(20)]
+    text = [{"content": f"t{i} "} for i in range(20)]
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    for body in (
+        _chat_body(thinking + text),
+        _chat_body(text + thinking + text + [{}] * 3 + text),
+        _chat_body(text, usage=usage),
+        _chat_body([{"content": ""}, *text, {"content": ""}, {"content": None}]),
+    ):
+        _same_batched("chat", body)
+        done = decode_batched(chat_codec.ChatStreamDecoder(), body, None)[0][-1]
+        assert isinstance(done, ResponseCompleted)
+        assert done.response.text == "".join(d["content"] or "" for d in text) * body.count(b'"t0 "')
+
+
+def _sse(data: Any) -> SseEvent:
+    return SseEvent(data=data if isinstance(data, str) else msgspec.json.encode(data).decode())
+
+
+def _chat_chunk(content: str) -> SseEvent:
+    return _sse({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": content}}]})
+
+
+def _responses_delta(text: str, item_id: str = "msg_1", index: int = 0) -> SseEvent:
+    body = {"type": "response.output_text.delta", "item_id": item_id, "content_index": index, "delta": text}
+    return _sse(body)
+
+
+_FAILING = {
+    "chat": (
+        [_chat_chunk(f"t{i} ") for i in range(20)],
+        _sse({"error": {"message": "overloaded", "type": "server_error"}}),
+        _chat_chunk("after"),
+    ),
+    "responses": (
+        [_responses_delta(f"t{i} ") for i in range(20)],
+        _sse({"type": "error", "code": "server_error", "message": "overloaded"}),
+        _responses_delta("after"),
+    ),
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_failing_event_mid_batch_leaves_the_events_before_it(api: str) -> None:
+    before, failing, after = _FAILING[api]
+    expected: list[ModelStreamEvent] = []
+    decoder = _decoder(api)
+    for event in before:
+        expected += decoder.feed(event)
+    with pytest.raises(ProviderError) as one:
+        decoder.feed(failing)
+    out: list[ModelStreamEvent] = []
+    with pytest.raises(ProviderError) as batched:
+        _decoder(api).feed_many([*before, failing, after], out)
+    assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
+    assert out == expected
+    assert len([e for e in out if isinstance(e, PartDeltaEvent)]) == 20
+
+
+def test_the_batch_path_keeps_each_content_part_of_an_item_apart() -> None:
+    keys = [("msg_1", 0), ("msg_1", 0), ("msg_1", 1), ("msg_1", 1), ("msg_1", 0), ("msg_2", 0), ("msg_1", 1)]
+    keys = [(item, index) for item, index in keys for _ in range(3)]  # a read long enough to batch
+    events = [_responses_delta(f"{n % 10}", item, index) for n, (item, index) in enumerate(keys)]
+    done: dict[str, Any] = {"type": "response.completed", "response": {"status": "completed", "output": []}}
+    events.append(_sse(done))
+    expected: list[ModelStreamEvent] = []
+    decoder = responses_codec.ResponsesStreamDecoder()
+    for event in events:
+        expected += decoder.feed(event)
+    expected += decoder.finish()
+    batched = responses_codec.ResponsesStreamDecoder()
+    out: list[ModelStreamEvent] = []
+    batched.feed_many(events, out)
+    out += batched.finish()
+    assert msgspec.to_builtins(out[:-1]) == msgspec.to_builtins(expected[:-1])
+    final = out[-1]
+    assert isinstance(final, ResponseCompleted)
+    assert [p.content for p in final.response.parts if isinstance(p, TextPart)] == [
+        "012345234",
+        "678901890",
+        "567",
+    ]
+
+
+def test_a_subclass_feed_sees_every_event_of_a_batch() -> None:
+    seen: list[str] = []
+
+    class Logged(chat_codec.ChatStreamDecoder):
+        def feed(self, event: SseEvent) -> list[ModelStreamEvent]:
+            seen.append(event.data)
+            return super().feed(event)
+
+    events = [_chat_chunk(f"t{i} ") for i in range(20)]
+    out: list[ModelStreamEvent] = []
+    Logged().feed_many(events, out)
+    assert seen == [event.data for event in events]
+    assert len(out) == 21  # the part's start, then a delta each
+
+
+class _Batches:
+    """A module's fast-path decoder, with the lengths of the lists it was given at once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.one = 0
+        self.lists: list[int] = []
+
+    def decode(self, data: str) -> Any:
+        self.one += 1
+        return self.inner.decode(data)
+
+    def decode_each(self, datas: list[str]) -> list[Any]:
+        self.lists.append(len(datas))
+        return self.inner.decode_each(datas)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_read_of_text_deltas_is_decoded_at_once(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = chat_codec if api == "chat" else responses_codec
+    name = _FAST[api]
+    batches = _Batches(getattr(module, name))
+    monkeypatch.setattr(module, name, batches)
+    make = _chat_chunk if api == "chat" else _responses_delta
+    events = [make(f"t{i} ") for i in range(40)]
+    decoder = _decoder(api)
+    out: list[ModelStreamEvent] = []
+    decoder.feed_many(events[:3], out)  # a short read: one by one
+    decoder.feed_many(events[3:], out)
+    # The Chat decoder decodes the stream's first chunk the full way (it sets up the stream's IDs).
+    assert (batches.one, batches.lists) == ((2, [37]) if api == "chat" else (3, [37]))
+    assert [e.delta for e in out if isinstance(e, PartDeltaEvent)] == [
+        TextPartDelta(f"t{i} ") for i in range(40)
+    ]

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .redaction import Redactor
 
 __all__ = [
+    "BatchStreamDecoder",
     "Codec",
     "CodecModel",
     "HistoryProof",
@@ -82,6 +83,22 @@ class StreamDecoder(Protocol):
 
         Raises `ResponseDecodeError` when the stream ended before it was complete.
         """
+        ...
+
+
+class BatchStreamDecoder(StreamDecoder, Protocol):
+    """A [`StreamDecoder`][ferrule.core.codec.StreamDecoder] that also decodes a network read's
+    events in one call: what `CodecModel` streams through when a decoder has it.
+
+    `feed_many(events, out)` must equal calling `feed` for each event in order and adding what
+    it returns to `out`: the same events, in the same order, and the same state after. When an
+    event raises, `out` holds what the events before it produced (and nothing of the failing
+    one or those after), and the error is the one `feed` would raise for it. A decoder with only
+    `feed` is streamed one event at a time, as before.
+    """
+
+    def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent], /) -> None:
+        """Decode `events` in order, adding the stream events they produce to `out`."""
         ...
 
 
@@ -120,6 +137,7 @@ def decode_stream(decoder: StreamDecoder, data: bytes) -> ModelResponse:
 
 
 _fingerprint = msgspec.msgpack.Encoder().encode
+_FeedMany = Callable[[Sequence[SseEvent], list[ModelStreamEvent]], None]
 _MessageT = TypeVar("_MessageT")
 _FINGERPRINT_ERRORS = (TypeError, ValueError, OverflowError, msgspec.EncodeError)
 
@@ -554,6 +572,12 @@ class CodecModel(Model, Generic[_ProviderT]):
     `CodecModel._request` before any await, so that the proof of the history taken for the check
     of `request` may be handed to the encode."""
 
+    _stream_done_per_read: ClassVar[bool] = False
+    """Set by a subclass whose `_stream_done` may be asked once after each network read's events
+    rather than after each event: its decoder ignores what follows the point where it holds (as
+    the Messages decoder after `message_stop`), so a
+    [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder] still gets a read at once."""
+
     def __init__(
         self, model_name: str, *, provider: _ProviderT, settings: ModelSettings | None = None
     ) -> None:
@@ -648,7 +672,8 @@ class CodecModel(Model, Generic[_ProviderT]):
     def _stream_done(self, decoder: StreamDecoder) -> bool:
         """Whether to stop reading the stream after the last event; by default it is read to its end.
 
-        Reading to the end lets the connection go back to the pool.
+        Asked after each event, or after each read's events with `_stream_done_per_read`. Reading
+        to the end lets the connection go back to the pool.
         """
         del decoder
         return False
@@ -728,8 +753,13 @@ class CodecModel(Model, Generic[_ProviderT]):
         path, options = self._options(call, wire, stream=True)
         decoder = codec.stream_decoder()
         feed = decoder.feed
-        # Most clients read to the end: no call per event to ask whether to stop.
+        # Most clients read to the end: no call per event to ask whether to stop, and a decoder
+        # that can is given each read's events at once.
         stop = None if type(self)._stream_done is CodecModel[Any]._stream_done else self._stream_done
+        # (Looked up by name: a check against the protocol costs microseconds a stream.)
+        feed_many: _FeedMany | None = (
+            getattr(decoder, "feed_many", None) if stop is None or self._stream_done_per_read else None
+        )
         from .provider import sse_batches  # loaded with every provider; not at this module's import
 
         async with self._provider.stream_sse("POST", path, content=wire.body, **options) as events:
@@ -739,11 +769,15 @@ class CodecModel(Model, Generic[_ProviderT]):
                 failure: Exception | None = None
                 done = False
                 try:
-                    for event in batch:
-                        out += feed(event)
-                        if stop is not None and stop(decoder):
-                            done = True
-                            break
+                    if feed_many is not None:
+                        feed_many(batch, out)
+                        done = stop is not None and stop(decoder)
+                    else:
+                        for event in batch:
+                            out += feed(event)
+                            if stop is not None and stop(decoder):
+                                done = True
+                                break
                 except Exception as exc:
                     failure = exc
                 if out:

@@ -31,7 +31,7 @@ import contextlib
 import functools
 import itertools
 import json
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -41,7 +41,7 @@ from .codec import Codec, StreamDecoder, completed_response
 from .install import install_hint
 from .messages import ModelResponse
 from .model import ModelStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
-from .sse import SseParser
+from .sse import SseEvent, SseParser
 
 __all__ = [
     "AWKWARD_CHUNK_SIZES",
@@ -236,26 +236,39 @@ def check_stream(events: Sequence[ModelStreamEvent]) -> ModelResponse:
 
 
 def feed_sse(
-    decoder: StreamDecoder, data: bytes, *, chunk_sizes: Sequence[int] | None = None
+    decoder: StreamDecoder, data: bytes, *, chunk_sizes: Sequence[int] | None = None, batched: bool = False
 ) -> list[ModelStreamEvent]:
     """Run the SSE body `data` through `decoder` and `finish` it; returns every event it produced.
 
     The body reaches the SSE parser whole, or with `chunk_sizes` in chunks whose sizes cycle
-    through them (a stream arriving in awkward network reads).
+    through them (a stream arriving in awkward network reads). With `batched`, the events each
+    chunk completes go to the decoder's `feed_many` in one call when it has one (a
+    [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder]), as `CodecModel` streams them;
+    otherwise each goes to `feed`.
     """
     if chunk_sizes is not None and (not chunk_sizes or min(chunk_sizes) < 1):
         raise ValueError(f"chunk sizes must be positive, not {list(chunk_sizes)}")
+    feed_many: Callable[[Sequence[SseEvent], list[ModelStreamEvent]], None] | None = (
+        getattr(decoder, "feed_many", None) if batched else None
+    )
     parser = SseParser()
     events: list[ModelStreamEvent] = []
+
+    def feed(batch: list[SseEvent]) -> None:
+        if feed_many is not None:
+            if batch:  # as `CodecModel`: a read that completes no event gives none
+                feed_many(batch, events)
+            return
+        for event in batch:
+            events.extend(decoder.feed(event))
+
     sizes = itertools.cycle(chunk_sizes or (max(len(data), 1),))
     position = 0
     while position < len(data):
         size = next(sizes)
-        for event in parser.feed(data[position : position + size]):
-            events.extend(decoder.feed(event))
+        feed(parser.feed(data[position : position + size]))
         position += size
-    for event in parser.close():
-        events.extend(decoder.feed(event))
+    feed(parser.close())
     events.extend(decoder.finish())
     return events
 
@@ -295,12 +308,22 @@ def replay(
     twice, whole and in chunks of `chunk_sizes`; both runs must obey
     [`check_stream`][ferrule.core.conformance.check_stream] and give the same response (compared
     as by [`assert_same_response`][ferrule.core.conformance.assert_same_response] with `ignore`).
+    A decoder with `feed_many` is run twice more through it, each read's events at once: it must
+    give the same events as `feed` one by one (`ignore`d fields left out).
     Errors the codec raises (a recorded error body, a truncated stream) propagate unchanged.
     """
     body = interaction.response_bytes
     if not interaction.is_stream:
         return codec.decode(body)
-    whole = check_stream(feed_sse(codec.stream_decoder(), body))
+    events = feed_sse(codec.stream_decoder(), body)
+    whole = check_stream(events)
     split = check_stream(feed_sse(codec.stream_decoder(), body, chunk_sizes=chunk_sizes))
     assert_same_response(split, whole, ignore=ignore)
+    if hasattr(codec.stream_decoder(), "feed_many"):
+        for sizes in (None, chunk_sizes):
+            batched = feed_sse(codec.stream_decoder(), body, chunk_sizes=sizes, batched=True)
+            if _comparable(msgspec.to_builtins(batched), ignore) != _comparable(
+                msgspec.to_builtins(events), ignore
+            ):
+                raise _fail("the stream decoder's feed_many gave other events than feed one by one")
     return whole

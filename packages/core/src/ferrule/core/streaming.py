@@ -8,6 +8,7 @@ provider's codec only maps its wire events to builder calls.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable
 from typing import Any
 
@@ -116,6 +117,37 @@ class ResponseBuilder:
             entry.chunks.append(delta)
             events.append(PartDeltaEvent(index, TextPartDelta(delta)))
         return events
+
+    def texts(self, deltas: list[str], out: list[ModelStreamEvent], *, key: Hashable | None = None) -> None:
+        """Append several text deltas in order, their events added to `out`.
+
+        The same parts and events as `out += self.text(delta, key=key)` for each delta (empty
+        ones give none), without a call per delta while they continue the open text part (a
+        read's worth of a stream's deltas, from a decoder's batch path).
+        """
+        tail = self._tail
+        if tail is None or (key is not None and self._by_key.get(key) != self._tail_index):
+            # Not the open text part's deltas: each goes through `text`, until one started (or
+            # made the tail) the part the rest continue.
+            for position, delta in enumerate(deltas):
+                if not delta:
+                    continue
+                out += self.text(delta, key=key)
+                tail = self._tail
+                if tail is not None and (key is None or self._by_key.get(key) == self._tail_index):
+                    deltas = deltas[position + 1 :]
+                    break
+            else:
+                return
+        index = self._tail_index
+        if all(deltas):  # nearly always: decoders pass only non-empty deltas
+            tail.chunks += deltas
+            out += map(PartDeltaEvent, itertools.repeat(index), map(TextPartDelta, deltas))  # no Python frame
+            return
+        for delta in deltas:
+            if delta:
+                tail.chunks.append(delta)
+                out.append(PartDeltaEvent(index, TextPartDelta(delta)))
 
     def thinking(
         self,

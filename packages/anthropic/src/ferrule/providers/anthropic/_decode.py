@@ -8,6 +8,10 @@ features do not break old clients.
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Sequence
+from itertools import takewhile
 from typing import Any, Final, Literal, cast
 
 import msgspec
@@ -435,6 +439,10 @@ class _TextDeltaEvent(msgspec.Struct, gc=False):
 
 
 _TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
+# Reads of fewer events than this are processed one by one: the batch path costs more to set up.
+_BATCHED: Final = 16
+_data: Final = operator.attrgetter("data")
+_fits: Final = functools.partial(operator.is_not, None)
 
 
 class StreamDecoder:
@@ -469,13 +477,77 @@ class StreamDecoder:
         """Process one server-sent event; returns the events it yields."""
         if self.done:
             return []  # nothing after message_stop can change the response
-        event, data = sse.event, sse.data
-        fast = _TEXT_DELTA.decode(data)
+        fast = _TEXT_DELTA.decode(sse.data)
         if fast is not None:
             # Only a started block (after message_start, at a valid index) is found.
             state = self._blocks.get(fast.index)
             if state is not None and state.kind == "text":
                 return self._builder.text(fast.delta.text, key=fast.index)
+        return self._full(sse)
+
+    def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent]) -> None:
+        """Process the events of one network read in order, adding the events they yield to `out`.
+
+        A [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder]: the same as `feed` for
+        each event, its events added to `out` (so when one raises, `out` holds those of the events
+        before it). The text deltas among them are decoded in one loop for the read.
+        """
+        count = len(events)
+        if count < _BATCHED or self.done or type(self).feed is not StreamDecoder.feed:
+            # A read of a slow stream, the stream's end, or a subclass's own `feed`, which sees
+            # every event.
+            for event in events:
+                out += self.feed(event)
+            return
+        results = iter(_TEXT_DELTA.decode_each(list(map(_data, events))))
+        start = 0
+        while True:
+            run = cast("list[_TextDeltaEvent]", list(takewhile(_fits, results)))  # up to the first misfit
+            if run:
+                self._text_deltas(run, events, start, out)
+                start += len(run)
+            if start == count:
+                return
+            out += self._full(events[start])  # what `feed` does with an event off the fast path
+            start += 1
+            if self.done:
+                for event in events[start:]:
+                    out += self.feed(event)  # after message_stop: ignored
+                return
+
+    def _text_deltas(
+        self,
+        deltas: list[_TextDeltaEvent],
+        events: Sequence[SseEvent],
+        start: int,
+        out: list[ModelStreamEvent],
+    ) -> None:
+        """`feed` for `deltas`, decoded from `events[start:]`, in order, their events added to `out`.
+
+        A delta of a started text block takes the fast path, as in `feed` (those of one block
+        together); any other goes the full way.
+        """
+        blocks = self._blocks
+        index: int | None = None
+        pending: list[str] = []
+        for position, event in enumerate(deltas):
+            if event.index != index:
+                if pending:
+                    self._builder.texts(pending, out, key=index)
+                    pending = []
+                state = blocks.get(event.index)
+                if state is None or state.kind != "text":
+                    index = None  # a full-path event may start or stop a block: looked up again
+                    out += self._full(events[start + position])
+                    continue
+                index = event.index
+            pending.append(event.delta.text)
+        if pending:
+            self._builder.texts(pending, out, key=index)
+
+    def _full(self, sse: SseEvent) -> list[ModelStreamEvent]:
+        """`feed` for an event off the fast path (not a text delta of a started text block)."""
+        event, data = sse.event, sse.data
         try:
             payload = bounded_json.decode(data, limits=bounded_json.STREAM_EVENT)
         except bounded_json.JsonError as exc:

@@ -99,6 +99,9 @@ class AnthropicModel(CodecModel[AnthropicProvider]):
             headers["anthropic-beta"] = ",".join(betas)
         return headers
 
+    # The decoder ignores whatever follows `message_stop`: asking after each read is enough.
+    _stream_done_per_read = True
+
     def _stream_done(self, decoder: StreamDecoder) -> bool:
         # Nothing after `message_stop` can change the response: stop reading there.
         return isinstance(decoder, _decode.StreamDecoder) and decoder.done

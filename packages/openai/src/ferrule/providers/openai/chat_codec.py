@@ -22,8 +22,11 @@ Decoding notes:
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from typing import Any, Final, Literal, assert_never
+from itertools import takewhile
+from typing import Any, Final, Literal, assert_never, cast
 
 import msgspec
 
@@ -1029,6 +1032,12 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 # Chunks that did not fit before a stream stops trying the fast path (a stream of tool calls or
 # reasoning, where nearly none fits).
 _FAST_MISSES: Final = 8
+# Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
+_BATCHED: Final = 16
+# At most this many chunks are decoded in one call, tried before knowing they fit.
+_WINDOW: Final = 64
+_data: Final = operator.attrgetter("data")
+_fits: Final = functools.partial(operator.is_not, None)
 
 
 class ChatStreamDecoder:
@@ -1091,8 +1100,17 @@ class ChatStreamDecoder:
             text_chunk = _TEXT_CHUNK.decode(data)
             if text_chunk is not None:
                 return self._text_chunk(text_chunk)  # typed values: no shape error to convert
-            self._misses += 1
-            self._fast = self._misses < _FAST_MISSES
+            return self._missed(data)
+        return self._full(data)
+
+    def _missed(self, data: str) -> list[ModelStreamEvent]:
+        """`feed` for a chunk the fast path tried and did not fit: the miss counted, the full way."""
+        self._misses += 1
+        self._fast = self._misses < _FAST_MISSES
+        return self._full(data)
+
+    def _full(self, data: str) -> list[ModelStreamEvent]:
+        """`feed` for a chunk off the fast path."""
         if self._done or not data.startswith("{"):
             # Not a chunk object as sent: blank, `[DONE]`, padded, or after `[DONE]`.
             stripped = data.strip()
@@ -1117,6 +1135,77 @@ class ChatStreamDecoder:
             raise shape_errors("a Chat Completions stream chunk", self.provider_name, self.model_name)(
                 exc
             ) from exc
+
+    def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent]) -> None:
+        """Decode the events of one network read in order, adding the stream events they produce to `out`.
+
+        A [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder]: the same as `feed` for
+        each event, its events added to `out` (so when one raises, `out` holds those of the events
+        before it). The text-only chunks among them are decoded in one loop for the read.
+        """
+        count = len(events)
+        if count < _BATCHED or type(self).feed is not ChatStreamDecoder.feed:
+            # A read of a slow stream, or a subclass's own `feed`, which sees every event.
+            for event in events:
+                out += self.feed(event)
+            return
+        start = 0
+        while start < count:
+            if not self._fast or self._finished:
+                out += self.feed(events[start])  # the first chunk, or chunks that rarely fit
+                start += 1
+                continue
+            # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
+            # stream that turns out not to fit (tool calls) wastes at most a window's decodes.
+            end = min(count, start + _WINDOW)
+            results = iter(_TEXT_CHUNK.decode_each(list(map(_data, events[start:end]))))
+            while True:
+                run = cast("list[_TextChunk]", list(takewhile(_fits, results)))  # up to the first misfit
+                if run:
+                    self._text_chunks(run, out)
+                    start += len(run)
+                if start == end:
+                    break
+                out += self._missed(events[start].data)  # what `feed` does with a chunk that did not fit
+                start += 1
+                if not self._fast:
+                    break  # given up on the fast path, or `[DONE]`: one by one from here
+
+    def _text_chunks(self, chunks: list[_TextChunk], out: list[ModelStreamEvent]) -> None:
+        """`_text_chunk` for each of `chunks` in order, their events added to `out`."""
+        response_id = self._response_id
+        reported = self._reported_model
+        created = self._created
+        tier = self._service_tier
+        upstream = self._upstream
+        finish = self._raw_finish
+        texts: list[str] = []
+        for chunk in chunks:
+            if response_id is None and chunk.id:
+                response_id = chunk.id
+            model = chunk.model
+            if model and model != reported:
+                reported = model
+            if created is None:
+                created = chunk.created
+            if chunk.service_tier is not None:
+                tier = chunk.service_tier
+            if chunk.provider is not None:
+                upstream = chunk.provider
+            choice = chunk.choices[0]
+            if choice.finish_reason is not None:
+                finish = choice.finish_reason
+            content = choice.delta.content
+            if content:
+                texts.append(content)
+        self._response_id = response_id
+        self._reported_model = reported
+        self._created = created
+        self._service_tier = tier
+        self._upstream = upstream
+        self._raw_finish = finish
+        if texts:
+            self._builder.texts(texts, out)
 
     def _chunk(self, chunk: _Completion, data: str) -> list[ModelStreamEvent]:
         if chunk.error is not None:

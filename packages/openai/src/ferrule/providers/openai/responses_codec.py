@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Collection, Iterable
-from typing import Annotated, Any, Final, Literal, assert_never
+import functools
+import operator
+from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import takewhile
+from typing import Annotated, Any, Final, Literal, assert_never, cast
 
 import msgspec
 
@@ -1000,6 +1003,10 @@ class _TextDeltaEvent(msgspec.Struct, gc=False):
 
 
 _TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
+# Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
+_BATCHED: Final = 16
+_data: Final = operator.attrgetter("data")
+_fits: Final = functools.partial(operator.is_not, None)
 
 
 class ResponsesStreamDecoder:
@@ -1053,6 +1060,59 @@ class ResponsesStreamDecoder:
         fast = _TEXT_DELTA.decode(data)
         if fast is not None:  # typed values: no shape error to convert
             return self._text(fast.delta, fast.item_id, fast.content_index) if fast.delta else []
+        return self._full(data)
+
+    def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent]) -> None:
+        """Decode the events of one network read in order, adding the stream events they produce to `out`.
+
+        A [`BatchStreamDecoder`][ferrule.core.codec.BatchStreamDecoder]: the same as `feed` for
+        each event, its events added to `out` (so when one raises, `out` holds those of the events
+        before it). The text deltas among them are decoded in one loop for the read.
+        """
+        count = len(events)
+        if count < _BATCHED or self._finished or type(self).feed is not ResponsesStreamDecoder.feed:
+            # A read of a slow stream, a finished stream (`feed` raises), or a subclass's own
+            # `feed`, which sees every event.
+            for event in events:
+                out += self.feed(event)
+            return
+        start = 0
+        results = iter(_TEXT_DELTA.decode_each(list(map(_data, events))))
+        while True:
+            run = cast(
+                "list[_TextDeltaEvent]", list(takewhile(_fits, results))
+            )  # up to the first that did not fit
+            if run:
+                self._text_deltas(run, out)
+                start += len(run)
+            if start == count:
+                return
+            out += self._full(events[start].data)  # what `feed` does with an event that did not fit
+            start += 1
+
+    def _text_deltas(self, deltas: list[_TextDeltaEvent], out: list[ModelStreamEvent]) -> None:
+        """`feed`'s fast path for each of `deltas` in order, their events added to `out`."""
+        # The first delta of each item and content goes through `_text` (which may start or find
+        # its part); those after it continue that part, together.
+        item_id, index = "", -1
+        pending: list[str] = []
+        for event in deltas:
+            delta = event.delta
+            if not delta:
+                continue
+            if event.item_id == item_id and event.content_index == index:
+                pending.append(delta)
+                continue
+            if pending:
+                self._builder.texts(pending, out, key=self._text_key)
+                pending = []
+            item_id, index = event.item_id, event.content_index
+            out += self._text(delta, item_id, index)
+        if pending:
+            self._builder.texts(pending, out, key=self._text_key)
+
+    def _full(self, data: str) -> list[ModelStreamEvent]:
+        """`feed` for an event that is not a text delta as the fast path decodes one."""
         stripped = data.strip()
         if not stripped or stripped == "[DONE]":
             return []
