@@ -299,6 +299,43 @@ async def test_cancel_method_ends_the_stream() -> None:
         await consume()
 
 
+async def test_a_later_step_is_cancelled_and_timed_out_with_the_run_state() -> None:
+    # One cancel scope spans every step of a streamed run: a cancel or a deadline during its
+    # second request still ends it with the error and the state of a run stopped in that step.
+    from ferrule.agent import run_state_of
+    from ferrule.agent.exceptions import RunCancelledError, RunTimeoutError
+
+    async def lookup() -> str:
+        return "sunny"
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        if not any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            yield {0: DeltaToolCall(name="lookup", json_args="{}", tool_call_id="c1")}
+            return
+        yield "a"
+        await anyio.sleep(10)
+        yield "b"
+
+    agent = Agent(FunctionModel(stream_function=stream), tools=[lookup])
+
+    async def cancel_in_second_step() -> None:
+        async with agent.run_stream("x") as s:
+            async for event in s:
+                if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    s.cancel()
+
+    with pytest.raises(RunCancelledError) as cancelled:
+        await cancel_in_second_step()
+    with anyio.fail_after(5), pytest.raises(RunTimeoutError) as timed_out:
+        async with agent.run_stream("x", timeout=0.2) as s:
+            await s.get_output()
+    for error in (cancelled.value, timed_out.value):
+        state = run_state_of(error)
+        assert state is not None
+        returns = [p for m in state.messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        assert [(p.tool_call_id, p.content) for p in returns] == [("c1", "sunny")]
+
+
 async def test_event_handler_on_run_receives_the_same_events() -> None:
     async def lookup(q: str) -> str:
         return "sunny"

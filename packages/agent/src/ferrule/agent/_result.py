@@ -362,7 +362,9 @@ async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
             # Re-raised below, outside the task group, so the caller sees it unwrapped.
             body_error = exc
         finally:
-            # Leaving early cancels the run; its work is drained before the block exits.
-            tg.cancel_scope.cancel()
+            # Leaving early cancels the run; its work is drained before the block exits. A run
+            # that has ended has nothing to cancel (and anyio's cancel formats the task's repr).
+            if not handoff.closed:
+                tg.cancel_scope.cancel()
     if body_error is not None:
         raise body_error

@@ -118,12 +118,34 @@ class Run(LoopState):
         """Advance until the run finishes or pauses (inside the run's extension session, if any)."""
         if self.ext is None:
             # No session to enter: skips two awaited no-op context methods per run.
+            await self._advance_to_end(emit)
+            return
+        async with self.ext.session():
+            await self._advance_to_end(emit)
+
+    async def _advance_to_end(self, emit: Emit | None) -> None:
+        if self.deadline is None and not self.cancellable:
             while self.phase < DONE:
                 await self.advance(emit)
             return
-        async with self.ext.session():
-            while self.phase < DONE:
-                await self.advance(emit)
+        # One cancel scope for every step rather than one per step (`advance` steps inside it):
+        # entering a scope costs several microseconds, a streamed run's steps are short.
+        with anyio.CancelScope(deadline=self.deadline if self.deadline is not None else math.inf) as scope:
+            self._scope = scope
+            try:
+                while self.phase < DONE:
+                    await self.advance(emit)
+            finally:
+                self._scope = None
+            return
+        # Only a scope that caught its own cancellation gets here, as in `_step_in_scope`.
+        error = (
+            RunCancelledError("the run was cancelled")
+            if self._cancel_requested
+            else RunTimeoutError(_TIMEOUT_MESSAGE)
+        )
+        self.fail(error)
+        raise error
 
     def cancel(self) -> None:
         """Cancel the step in progress (and every later one)."""
@@ -140,9 +162,11 @@ class Run(LoopState):
             raise error
         if emit is not None and self.hooks is not None:
             emit = _hooked(emit, self.hooks, self)
+        scope = self._scope
         try:
-            # A run without deadline or handle has no scope to enter: the same step, one branch cheaper.
-            if self.deadline is None and not self.cancellable:
+            # A run without deadline or handle has no scope to enter, nor one inside `run_to_end`'s:
+            # the same step, one branch cheaper.
+            if scope is not None or (self.deadline is None and not self.cancellable):
                 step = await self._step(emit)
             else:
                 step = await self._step_in_scope(emit)
@@ -152,6 +176,8 @@ class Run(LoopState):
             self.fail(error)
             raise error from exc
         except BaseException as exc:
+            if scope is not None and scope.cancel_called and isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise  # the cancellation of `run_to_end`'s scope, which ends the run when it catches it
             self.fail(exc)
             raise
         if self.phase >= DONE and (self.hooks is not None or self.run_span is not None):

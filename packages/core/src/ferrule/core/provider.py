@@ -17,7 +17,6 @@ import contextlib
 import functools
 import logging
 import math
-import sys
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from types import TracebackType
@@ -38,6 +37,7 @@ from typing import (
 import anyio
 import msgspec
 
+from ._clock import asyncio_loop, current_time
 from .errors import (
     BadRequestError,
     ErrorCategory,
@@ -461,7 +461,7 @@ class Provider:
                 "a header of this request has a non-ASCII value and cannot be sent; "
                 "encode it (e.g. percent-encoding) before passing it"
             )
-        now = anyio.current_time()
+        now = current_time()
         total = now + timeouts.total if timeouts.total is not None else math.inf
         end = total if deadline is None else min(total, deadline)
         return _Call(
@@ -608,14 +608,14 @@ class _Call:
         limit: float | None = getattr(self.timeouts, phase)
         if limit is None:
             return self.deadline, None
-        phase_end = anyio.current_time() + limit
+        phase_end = current_time() + limit
         return (phase_end, limit) if phase_end < self.deadline else (self.deadline, None)
 
     async def send(self) -> httpx2.Response:
         """Send the request and wait for the response headers within first_byte and the deadline."""
         import httpx2
 
-        if anyio.current_time() >= self.deadline:
+        if current_time() >= self.deadline:
             raise self.timeout_error("total", None)
         end, limit = self.wait_deadline("first_byte")
         response: httpx2.Response | None = None
@@ -681,7 +681,7 @@ class _Call:
             headers=self.headers,
             content=body,
             request_id=self.request_id,
-            elapsed=anyio.current_time() - self.start,
+            elapsed=current_time() - self.start,
         )
 
     @contextlib.asynccontextmanager
@@ -793,7 +793,7 @@ class _BodyReader:
         if self._done and self.response.is_closed:
             return  # read to its end: httpx2 has already released the connection
         with anyio.CancelScope(shield=True) as scope:
-            scope.deadline = anyio.current_time() + _CLOSE_TIMEOUT
+            scope.deadline = current_time() + _CLOSE_TIMEOUT
             try:
                 await self._chunks.aclose()
                 await self.response.aclose()
@@ -945,10 +945,7 @@ def _headers_dict(headers: httpx2.Headers) -> dict[str, str]:
 
 def _loop_token() -> object:
     """An object identifying the running event loop (asyncio loop or trio run)."""
-    # asyncio is only consulted when it is already imported (a running asyncio loop imported it):
-    # importing ferrule never loads it, and a trio program never pays for it.
-    asyncio = sys.modules.get("asyncio")
-    loop = asyncio._get_running_loop() if asyncio is not None else None
+    loop = asyncio_loop()
     if loop is not None:
         return loop
     import trio  # only reached inside a trio run, so trio is installed

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import msgspec
 
+from ._clock import current_time
 from .errors import ErrorCategory, FerruleError, ProviderError, ProviderTimeoutError
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class _Attempts:
         """The deadline of the next attempt and whether it is the attempt timeout (not the run's)."""
         if self.timeout is None:
             return self.deadline, False
-        own = anyio.current_time() + self.timeout
+        own = current_time() + self.timeout
         if self.deadline is not None and self.deadline <= own:
             return self.deadline, False
         return own, True
@@ -186,7 +187,7 @@ class _Attempts:
         if (
             isinstance(error, ProviderTimeoutError)
             and self.deadline is not None
-            and anyio.current_time() >= self.deadline
+            and current_time() >= self.deadline
         ):
             raise _deadline_passed(model) from error
         await self.wait_or_raise(error)
@@ -205,7 +206,7 @@ class _Attempts:
                 f"(RetryPolicy.max_total_delay={policy.max_total_delay:g} s)",
             )
             raise error
-        if self.deadline is not None and anyio.current_time() + delay >= self.deadline:
+        if self.deadline is not None and current_time() + delay >= self.deadline:
             _note(error, f"ferrule: not retried: waiting {delay:.3g} s would pass the run deadline")
             raise error
         self.budget.total_delay = total
@@ -373,6 +374,8 @@ async def _retried(
 
 
 async def _aclose(stream: AsyncIterator[object]) -> None:
+    if getattr(stream, "ag_frame", False) is None:
+        return  # an async generator that has finished: nothing left to close (or to shield)
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         with anyio.CancelScope(shield=True):
