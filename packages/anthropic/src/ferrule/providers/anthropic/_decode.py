@@ -8,15 +8,13 @@ features do not break old clients.
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Sequence
-from itertools import takewhile
 from typing import Any, Final, Literal, cast
 
 import msgspec
 
 from ferrule.core import bounded_json
+from ferrule.core.codec import MIN_BATCH, fast_runs
 from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.errors import (
     ERROR_CLASSES,
@@ -439,10 +437,6 @@ class _TextDeltaEvent(msgspec.Struct, gc=False):
 
 
 _TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
-# Reads of fewer events than this are processed one by one: the batch path costs more to set up.
-_BATCHED: Final = 16
-_data: Final = operator.attrgetter("data")
-_fits: Final = functools.partial(operator.is_not, None)
 
 
 class StreamDecoder:
@@ -493,27 +487,22 @@ class StreamDecoder:
         before it). The text deltas among them are decoded in one loop for the read.
         """
         count = len(events)
-        if count < _BATCHED or self.done or type(self).feed is not StreamDecoder.feed:
+        if count < MIN_BATCH or self.done or type(self).feed is not StreamDecoder.feed:
             # A read of a slow stream, the stream's end, or a subclass's own `feed`, which sees
             # every event.
             for event in events:
                 out += self.feed(event)
             return
-        results = iter(_TEXT_DELTA.decode_each(list(map(_data, events))))
         start = 0
-        while True:
-            run = cast("list[_TextDeltaEvent]", list(takewhile(_fits, results)))  # up to the first misfit
+        for run, misfit in fast_runs(_TEXT_DELTA, events):
             if run:
                 self._text_deltas(run, events, start, out)
-                start += len(run)
-            if start == count:
+            if misfit is None:
                 return
-            out += self._full(events[start])  # what `feed` does with an event off the fast path
-            start += 1
+            start += len(run) + 1
+            out += self._full(misfit)  # what `feed` does with an event off the fast path
             if self.done:
-                for event in events[start:]:
-                    out += self.feed(event)  # after message_stop: ignored
-                return
+                return  # after message_stop `feed` ignores every event
 
     def _text_deltas(
         self,

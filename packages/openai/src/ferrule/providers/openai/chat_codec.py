@@ -22,16 +22,13 @@ Decoding notes:
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from itertools import takewhile
-from typing import Any, Final, Literal, assert_never, cast
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import WireCache, WireRequest
+from ferrule.core.codec import MIN_BATCH, WireCache, WireRequest, fast_runs
 from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import ProviderError, ResponseDecodeError, UserError
@@ -1032,12 +1029,8 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 # Chunks that did not fit before a stream stops trying the fast path (a stream of tool calls or
 # reasoning, where nearly none fits).
 _FAST_MISSES: Final = 8
-# Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
-_BATCHED: Final = 16
 # At most this many chunks are decoded in one call, tried before knowing they fit.
 _WINDOW: Final = 64
-_data: Final = operator.attrgetter("data")
-_fits: Final = functools.partial(operator.is_not, None)
 
 
 class ChatStreamDecoder:
@@ -1144,7 +1137,7 @@ class ChatStreamDecoder:
         before it). The text-only chunks among them are decoded in one loop for the read.
         """
         count = len(events)
-        if count < _BATCHED or type(self).feed is not ChatStreamDecoder.feed:
+        if count < MIN_BATCH or type(self).feed is not ChatStreamDecoder.feed:
             # A read of a slow stream, or a subclass's own `feed`, which sees every event.
             for event in events:
                 out += self.feed(event)
@@ -1158,15 +1151,13 @@ class ChatStreamDecoder:
             # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
             # stream that turns out not to fit (tool calls) wastes at most a window's decodes.
             end = min(count, start + _WINDOW)
-            results = iter(_TEXT_CHUNK.decode_each(list(map(_data, events[start:end]))))
-            while True:
-                run = cast("list[_TextChunk]", list(takewhile(_fits, results)))  # up to the first misfit
+            for run, misfit in fast_runs(_TEXT_CHUNK, events[start:end]):
                 if run:
                     self._text_chunks(run, out)
-                    start += len(run)
-                if start == end:
+                start += len(run)
+                if misfit is None:
                     break
-                out += self._missed(events[start].data)  # what `feed` does with a chunk that did not fit
+                out += self._missed(misfit.data)  # what `feed` does with a chunk that did not fit
                 start += 1
                 if not self._fast:
                     break  # given up on the fast path, or `[DONE]`: one by one from here

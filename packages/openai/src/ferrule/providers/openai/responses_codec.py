@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
-import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
-from itertools import takewhile
-from typing import Annotated, Any, Final, Literal, assert_never, cast
+from typing import Annotated, Any, Final, Literal, assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import WireCache, WireRequest
+from ferrule.core.codec import MIN_BATCH, WireCache, WireRequest, fast_runs
 from ferrule.core.codec import decode_stream as _decode_sse
 from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
 from ferrule.core.errors import (
@@ -1003,10 +1000,6 @@ class _TextDeltaEvent(msgspec.Struct, gc=False):
 
 
 _TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
-# Reads of fewer events than this are decoded one by one: the batch path costs more to set up.
-_BATCHED: Final = 16
-_data: Final = operator.attrgetter("data")
-_fits: Final = functools.partial(operator.is_not, None)
 
 
 class ResponsesStreamDecoder:
@@ -1070,25 +1063,17 @@ class ResponsesStreamDecoder:
         before it). The text deltas among them are decoded in one loop for the read.
         """
         count = len(events)
-        if count < _BATCHED or self._finished or type(self).feed is not ResponsesStreamDecoder.feed:
+        if count < MIN_BATCH or self._finished or type(self).feed is not ResponsesStreamDecoder.feed:
             # A read of a slow stream, a finished stream (`feed` raises), or a subclass's own
             # `feed`, which sees every event.
             for event in events:
                 out += self.feed(event)
             return
-        start = 0
-        results = iter(_TEXT_DELTA.decode_each(list(map(_data, events))))
-        while True:
-            run = cast(
-                "list[_TextDeltaEvent]", list(takewhile(_fits, results))
-            )  # up to the first that did not fit
+        for run, misfit in fast_runs(_TEXT_DELTA, events):
             if run:
                 self._text_deltas(run, out)
-                start += len(run)
-            if start == count:
-                return
-            out += self._full(events[start].data)  # what `feed` does with an event that did not fit
-            start += 1
+            if misfit is not None:
+                out += self._full(misfit.data)  # what `feed` does with an event that did not fit
 
     def _text_deltas(self, deltas: list[_TextDeltaEvent], out: list[ModelStreamEvent]) -> None:
         """`feed`'s fast path for each of `deltas` in order, their events added to `out`."""
