@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import msgspec
+import pytest
 
 from ferrule.core.codec import BatchStreamDecoder, StreamDecoder
 from ferrule.core.errors import ProviderError
@@ -112,3 +113,22 @@ def rewritten(body: bytes, mutate: Callable[[dict[str, Any], int], dict[str, Any
         named = f"event: {changed.event}\n" if changed.event != "message" else ""
         out.append(f"{named}data: {changed.data}\n\n".encode())
     return b"".join(out)
+
+
+def batched_failure(
+    new: Callable[[], BatchStreamDecoder], before: list[SseEvent], failing: SseEvent, after: SseEvent
+) -> list[ModelStreamEvent]:
+    """What `feed_many` kept of a read that fails at `failing`, after checking that it raised the
+    error `feed` raises for that event and kept exactly what `feed` gave for the events before it."""
+    expected: list[ModelStreamEvent] = []
+    decoder = new()
+    for event in before:
+        expected += decoder.feed(event)
+    with pytest.raises(ProviderError) as one:
+        decoder.feed(failing)
+    out: list[ModelStreamEvent] = []
+    with pytest.raises(ProviderError) as batched:
+        new().feed_many([*before, failing, after], out)
+    assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
+    assert out == expected
+    return out

@@ -28,7 +28,15 @@ from tests.support.cassettes import (
     cassette_root,
     iter_interactions,
 )
-from tests.support.fast_path import BATCH_SIZES, Counted, comparable, decode_all, decode_batched, rewritten
+from tests.support.fast_path import (
+    BATCH_SIZES,
+    Counted,
+    batched_failure,
+    comparable,
+    decode_all,
+    decode_batched,
+    rewritten,
+)
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -147,17 +155,7 @@ def test_the_batch_path_is_feed_one_by_one_across_blocks() -> None:
 
 
 def test_a_failing_event_mid_batch_leaves_the_events_before_it() -> None:
-    before = _START + [_text(0, f"t{i}") for i in range(20)]
     failing = _sse("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}})
-    expected: list[ModelStreamEvent] = []
-    decoder = StreamDecoder()
-    for event in before:
-        expected += decoder.feed(event)
-    with pytest.raises(ProviderError) as one:
-        decoder.feed(failing)
-    out: list[ModelStreamEvent] = []
-    with pytest.raises(ProviderError) as batched:
-        StreamDecoder().feed_many([*before, failing, _text(0, "late")], out)
-    assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
-    assert out == expected
+    before = _START + [_text(0, f"t{i}") for i in range(20)]
+    out = batched_failure(StreamDecoder, before, failing, _text(0, "late"))
     assert len(out) == 21  # the part's start and its twenty deltas

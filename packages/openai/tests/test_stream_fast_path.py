@@ -24,7 +24,15 @@ from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseComplet
 from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import chat_codec, responses_codec
 from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
-from tests.support.fast_path import BATCH_SIZES, Counted, comparable, decode_all, decode_batched, rewritten
+from tests.support.fast_path import (
+    BATCH_SIZES,
+    Counted,
+    batched_failure,
+    comparable,
+    decode_all,
+    decode_batched,
+    rewritten,
+)
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -288,17 +296,7 @@ _FAILING = {
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_failing_event_mid_batch_leaves_the_events_before_it(api: str) -> None:
     before, failing, after = _FAILING[api]
-    expected: list[ModelStreamEvent] = []
-    decoder = _decoder(api)
-    for event in before:
-        expected += decoder.feed(event)
-    with pytest.raises(ProviderError) as one:
-        decoder.feed(failing)
-    out: list[ModelStreamEvent] = []
-    with pytest.raises(ProviderError) as batched:
-        _decoder(api).feed_many([*before, failing, after], out)
-    assert (type(batched.value), str(batched.value)) == (type(one.value), str(one.value))
-    assert out == expected
+    out = batched_failure(lambda: _decoder(api), before, failing, after)
     assert len([e for e in out if isinstance(e, PartDeltaEvent)]) == 20
 
 
