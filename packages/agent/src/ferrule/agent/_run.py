@@ -73,6 +73,8 @@ _TIMEOUT_MESSAGE = (
 )
 # Stands in (reusable) for the extension session of a run without extensions.
 _NO_SESSION = contextlib.nullcontext()
+# Stands in for the run's cancel scope where it needs none (no deadline, no handle).
+_NO_SCOPE = contextlib.nullcontext()
 
 
 class Run(LoopState):
@@ -116,36 +118,37 @@ class Run(LoopState):
 
     async def run_to_end(self, emit: Emit | None = None) -> None:
         """Advance until the run finishes or pauses (inside the run's extension session, if any)."""
-        if self.ext is None:
-            # No session to enter: skips two awaited no-op context methods per run.
-            await self._advance_to_end(emit)
-            return
-        async with self.ext.session():
-            await self._advance_to_end(emit)
-
-    async def _advance_to_end(self, emit: Emit | None) -> None:
-        if self.deadline is None and not self.cancellable:
+        # One cancel scope for every step, rather than one per step (`advance` steps inside it):
+        # entering a scope costs several microseconds, and a streamed run's steps are short.
+        scoped = self.deadline is not None or self.cancellable
+        if self.ext is None and not scoped:
+            # No session or scope to enter: skips two awaited no-op context methods per run.
             while self.phase < DONE:
                 await self.advance(emit)
             return
-        # One cancel scope for every step rather than one per step (`advance` steps inside it):
-        # entering a scope costs several microseconds, a streamed run's steps are short.
-        with anyio.CancelScope(deadline=self.deadline if self.deadline is not None else math.inf) as scope:
-            self._scope = scope
-            try:
-                while self.phase < DONE:
-                    await self.advance(emit)
-            finally:
-                self._scope = None
-            return
-        # Only a scope that caught its own cancellation gets here, as in `_step_in_scope`.
-        error = (
-            RunCancelledError("the run was cancelled")
-            if self._cancel_requested
-            else RunTimeoutError(_TIMEOUT_MESSAGE)
+        scope = (
+            anyio.CancelScope(deadline=self.deadline if self.deadline is not None else math.inf)
+            if scoped
+            else None
         )
-        self.fail(error)
-        raise error
+        async with self.session():
+            with scope if scope is not None else _NO_SCOPE:
+                self._scope = scope
+                try:
+                    while self.phase < DONE:
+                        await self.advance(emit)
+                finally:
+                    self._scope = None
+            if scope is not None and scope.cancelled_caught:
+                # The run's own cancellation or deadline, reported (inside the session) as
+                # `_step_in_scope` reports it.
+                error = (
+                    RunCancelledError("the run was cancelled")
+                    if self._cancel_requested
+                    else RunTimeoutError(_TIMEOUT_MESSAGE)
+                )
+                self.fail(error)
+                raise error
 
     def cancel(self) -> None:
         """Cancel the step in progress (and every later one)."""
