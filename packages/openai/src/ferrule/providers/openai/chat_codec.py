@@ -1092,7 +1092,9 @@ class ChatStreamDecoder:
         if self._fast:
             text_chunk = _TEXT_CHUNK.decode(data)
             if text_chunk is not None:
-                return self._text_chunk(text_chunk)  # typed values: no shape error to convert
+                events: list[ModelStreamEvent] = []
+                self._text_chunks([text_chunk], events)  # typed values: no shape error to convert
+                return events
             return self._missed(data)
         return self._full(data)
 
@@ -1163,7 +1165,8 @@ class ChatStreamDecoder:
                     break  # given up on the fast path, or `[DONE]`: one by one from here
 
     def _text_chunks(self, chunks: list[_TextChunk], out: list[ModelStreamEvent]) -> None:
-        """`_text_chunk` for each of `chunks` in order, their events added to `out`."""
+        """`_chunk` for chunks that fit `_TextChunk`, in order: the same state changes, and the
+        same events, added to `out`."""
         response_id = self._response_id
         reported = self._reported_model
         created = self._created
@@ -1236,25 +1239,6 @@ class ChatStreamDecoder:
         for choice in choices:
             events.extend(self._choice(choice))
         return events
-
-    def _text_chunk(self, chunk: _TextChunk) -> list[ModelStreamEvent]:
-        """`_chunk` for a chunk that fits `_TextChunk`: the same state changes and events."""
-        if self._response_id is None and chunk.id:
-            self._response_id = chunk.id
-        model = chunk.model
-        if model and model != self._reported_model:
-            self._reported_model = model
-        if self._created is None:
-            self._created = chunk.created
-        if chunk.service_tier is not None:
-            self._service_tier = chunk.service_tier
-        if chunk.provider is not None:
-            self._upstream = chunk.provider
-        choice = chunk.choices[0]
-        if choice.finish_reason is not None:
-            self._raw_finish = choice.finish_reason
-        content = choice.delta.content
-        return self._builder.text(content) if content else []
 
     def _choice(self, choice: _Choice) -> list[ModelStreamEvent]:
         if choice.index != 0 and isinstance(choice.index, int):
