@@ -11,14 +11,19 @@ import json
 
 import pytest
 
-from ferrule.core.errors import ProviderError, ProviderTimeoutError
-from ferrule.core.http import ErrorBodyPolicy, Timeouts
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.http import ErrorBodyPolicy
+from ferrule.core.http import Timeouts
 from ferrule.core.messages import ModelRequest
 from ferrule.core.model import ModelCall
 from ferrule.core.settings import ModelSettings
-from tests.support.http_server import Conn, Request, Serve
+from tests.support.http_server import Conn
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
 from tests.support.http_server import serve as serve  # the fixture
-from tests.support.providers import APIS, model_for
+from tests.support.providers import APIS
+from tests.support.providers import model_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("api", APIS)]
 

@@ -8,11 +8,18 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import Agent, FunctionToolResultEvent
-from ferrule.core.model import PartDeltaEvent, TextPartDelta
+from ferrule.agent import Agent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import TextPartDelta
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
-from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn, chat_server
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import Hold
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.chat_server import chat_server
 
 __all__ = ["chat_server"]
 

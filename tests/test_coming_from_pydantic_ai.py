@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from ferrule.core import history
-from tests.support.pydantic_ai_env import pydantic_ai_python, run_corpus_tool
+from tests.support.pydantic_ai_env import pydantic_ai_python
+from tests.support.pydantic_ai_env import run_corpus_tool
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "coming-from-pydantic-ai.md"

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import msgspec
 import pytest
 
 from ferrule.core import history
-from ferrule.core.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.usage import RequestUsage
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,26 +9,32 @@ from __future__ import annotations
 import datetime
 import subprocess
 import sys
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
 import attrs
 import pydantic
 import pytest
 
-from ferrule.agent import Agent, NativeOutput, Tool
-from ferrule.agent.exceptions import OutputSpecError, ToolDefinitionError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.planning import ConfirmationRequest, PlanningAgent
-from tests.support.scripts import Script, call, text
+from ferrule.agent import Agent
+from ferrule.agent import NativeOutput
+from ferrule.agent import Tool
+from ferrule.agent.exceptions import OutputSpecError
+from ferrule.agent.exceptions import ToolDefinitionError
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.planning import ConfirmationRequest
+from ferrule.planning import PlanningAgent
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio
 

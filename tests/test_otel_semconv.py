@@ -11,7 +11,8 @@ registry as opentelemetry-semantic-conventions ships it, so a typo here cannot p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,16 +20,23 @@ from urllib.parse import urlsplit
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ferrule.agent import Agent, InstrumentationSettings, ModelRetry
-from ferrule.agent._instrument import SEMCONV_VERSION, provider_name
+from ferrule.agent import Agent
+from ferrule.agent import InstrumentationSettings
+from ferrule.agent import ModelRetry
+from ferrule.agent._instrument import SEMCONV_VERSION
+from ferrule.agent._instrument import provider_name
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
-from tests.support.chat_server import StartChatServer, Turn, chat_server
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.chat_server import chat_server
 
 __all__ = ["chat_server"]
 
@@ -181,7 +189,8 @@ def test_the_allowed_sets_are_in_the_registry() -> None:
         pytest.skip("opentelemetry-semantic-conventions predates the 1.44.0 registry")
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
     from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
-    from opentelemetry.semconv.attributes import error_attributes, server_attributes
+    from opentelemetry.semconv.attributes import error_attributes
+    from opentelemetry.semconv.attributes import server_attributes
 
     def names(module: Any) -> set[str]:
         found: set[str] = set()

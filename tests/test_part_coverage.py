@@ -21,70 +21,74 @@ import functools
 import hashlib
 import re
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from ferrule.core.errors import ProviderError, UnsupportedContentError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import UnsupportedContentError
 from ferrule.core.http import Timeouts
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CapabilityLoadDeltaPart,
-    CompactionPart,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
-    InstructionPart,
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    ModelSettingsDeltaPart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryInfo,
-    RetryPromptPart,
-    SpeechPart,
-    StructuredContent,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolAvailabilityDeltaPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-)
-from ferrule.core.model import Model, ModelCall, ToolDefinition
-from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import InstructionBaselinePart
+from ferrule.core.messages import InstructionDeltaPart
+from ferrule.core.messages import InstructionPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import ModelSettingsDeltaPart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryFeedbackPart
+from ferrule.core.messages import RetryInfo
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SpeechPart
+from ferrule.core.messages import StructuredContent
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolAvailabilityDeltaPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
+from ferrule.providers.anthropic import AnthropicModel
+from ferrule.providers.anthropic import AnthropicProvider
 from ferrule.providers.anthropic import codec as anthropic_codec
-from ferrule.providers.google import GoogleModel, GoogleProvider
+from ferrule.providers.google import GoogleModel
+from ferrule.providers.google import GoogleProvider
 from ferrule.providers.google import codec as google_codec
-from ferrule.providers.openai import (
-    LlamaCppServerProvider,
-    OpenAIChatModel,
-    OpenAIProvider,
-    OpenAIResponsesModel,
-    _tool_emulation,
-    chat_codec,
-    responses_codec,
-)
+from ferrule.providers.openai import LlamaCppServerProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from ferrule.providers.openai import OpenAIResponsesModel
+from ferrule.providers.openai import _tool_emulation
+from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import responses_codec
 from ferrule.providers.openai.profiles import local_server_profile
-from tests.support.http_server import LocalServer, serve_with
+from tests.support.http_server import LocalServer
+from tests.support.http_server import serve_with
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "core.md"
 SENT, REFUSED, NOT_SENT = "sent", "refused", "not sent"

@@ -23,16 +23,16 @@ import pytest
 
 from ferrule.core.json_schema import compile_validator
 from ferrule.core.settings import ModelSettings
-from ferrule.planning import (
-    PlanBudget,
-    PlanCreatedEvent,
-    PlanningResult,
-    ReplanEvent,
-    StepSkippedEvent,
-    StepStartEvent,
-    validate_plan,
-)
-from ferrule.providers.llamacpp import LlamaCppServer, ModelDownloadError, ensure_model
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanCreatedEvent
+from ferrule.planning import PlanningResult
+from ferrule.planning import ReplanEvent
+from ferrule.planning import StepSkippedEvent
+from ferrule.planning import StepStartEvent
+from ferrule.planning import validate_plan
+from ferrule.providers.llamacpp import LlamaCppServer
+from ferrule.providers.llamacpp import ModelDownloadError
+from ferrule.providers.llamacpp import ensure_model
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 MODEL = "qwen2.5-coder-0.5b"

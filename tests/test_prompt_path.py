@@ -11,7 +11,8 @@ import pytest
 
 from ferrule.agent import Agent
 from ferrule.core.errors import ProviderConnectionError
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
 
 REPO = Path(__file__).resolve().parents[1]
 

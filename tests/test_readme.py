@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.providers.llamacpp import ModelDownloadError, ensure_model
+from ferrule.providers.llamacpp import ModelDownloadError
+from ferrule.providers.llamacpp import ensure_model
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 MODEL = "qwen2.5-coder-0.5b"

@@ -21,19 +21,31 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ferrule.agent import Agent, InstrumentationSettings
-from ferrule.core.errors import InvalidCredentialError, ProviderError
-from ferrule.core.http import ErrorBodyPolicy, Timeouts
+from ferrule.agent import Agent
+from ferrule.agent import InstrumentationSettings
+from ferrule.core.errors import InvalidCredentialError
+from ferrule.core.errors import ProviderError
+from ferrule.core.http import ErrorBodyPolicy
+from ferrule.core.http import Timeouts
 from ferrule.core.messages import ModelRequest
-from ferrule.core.model import Model, ModelCall
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
 from ferrule.core.provider import Provider
 from ferrule.core.retry import RetryPolicy
 from ferrule.providers.anthropic import AnthropicProvider
-from ferrule.providers.google import GoogleProvider, VertexAIProvider
+from ferrule.providers.google import GoogleProvider
+from ferrule.providers.google import VertexAIProvider
 from ferrule.providers.openai import OpenAIProvider
-from tests.support.http_server import Conn, LocalServer, Request, Serve
+from tests.support.http_server import Conn
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
 from tests.support.http_server import serve as serve  # the fixture
-from tests.support.leaks import DEBUG_LOGGERS, exception_texts, find_leaks, log_texts, span_texts
+from tests.support.leaks import DEBUG_LOGGERS
+from tests.support.leaks import exception_texts
+from tests.support.leaks import find_leaks
+from tests.support.leaks import log_texts
+from tests.support.leaks import span_texts
 from tests.support.providers import model_for
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.support import shared
-from tests.support.shared import in_ci, require_shared, shared_path
+from tests.support.shared import in_ci
+from tests.support.shared import require_shared
+from tests.support.shared import shared_path
 
 REPO = Path(__file__).resolve().parents[1]
 

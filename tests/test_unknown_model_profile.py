@@ -7,14 +7,19 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, NativeOutput
+from ferrule.agent import Agent
+from ferrule.agent import NativeOutput
 from ferrule.agent.exceptions import OutputSpecError
 from ferrule.core.errors import UnsupportedFeatureError
 from ferrule.core.messages import ModelRequest
 from ferrule.core.profile import ModelProfile
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
-from tests.support.chat_server import ChatServer, StartChatServer, Turn, chat_server
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.chat_server import chat_server
 
 __all__ = ["chat_server"]
 

@@ -7,17 +7,18 @@ from __future__ import annotations
 import pytest
 
 from ferrule.agent import Agent
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.providers.openai import OpenAIProvider
-from tests.support.chat_server import ChatServer, StartChatServer, Turn, chat_server
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.chat_server import chat_server
 from tests.support.checked_openai import CheckedChatModel
 from tests.support.wire_cache import elide_tool_returns
 

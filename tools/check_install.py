@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from install import ROOT, discover, normalize, resolve
+from install import ROOT
+from install import discover
+from install import normalize
+from install import resolve
 
 INSTALL_TOOL = ROOT / "tools" / "install.py"
 

@@ -23,7 +23,9 @@ import importlib
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 if TYPE_CHECKING:
     from ferrule.core.codec import Codec

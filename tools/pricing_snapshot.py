@@ -29,10 +29,14 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from datetime import UTC, date, datetime, time
+from datetime import UTC
+from datetime import date
+from datetime import datetime
+from datetime import time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 

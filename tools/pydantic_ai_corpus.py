@@ -28,61 +28,64 @@ import difflib
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from datetime import timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import (
-    AgentInstructionSource,
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CapabilityInstructionSource,
-    CapabilityLoadDeltaPart,
-    Citation,
-    CompactionPart,
-    ContentCitationAnchor,
-    DocumentCitationSource,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
-    InstructionDigest,
-    InstructionId,
-    InstructionPart,
-    MarkerCitationAnchor,
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    ModelRequestAttempt,
-    ModelResponse,
-    ModelSettingsDeltaPart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryInfo,
-    RunInstructionSource,
-    SpeechPart,
-    SpeechTimestamp,
-    StructuredContent,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolAvailabilityDeltaPart,
-    ToolCallPart,
-    ToolReturnPart,
-    ToolsetInstructionSource,
-    UploadedFile,
-    UserPromptPart,
-    VideoUrl,
-    WebCitationSource,
-    WorkspaceRef,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai import Agent
+from pydantic_ai import RunContext
+from pydantic_ai.messages import AgentInstructionSource
+from pydantic_ai.messages import AudioUrl
+from pydantic_ai.messages import BinaryContent
+from pydantic_ai.messages import CachePoint
+from pydantic_ai.messages import CapabilityInstructionSource
+from pydantic_ai.messages import CapabilityLoadDeltaPart
+from pydantic_ai.messages import Citation
+from pydantic_ai.messages import CompactionPart
+from pydantic_ai.messages import ContentCitationAnchor
+from pydantic_ai.messages import DocumentCitationSource
+from pydantic_ai.messages import DocumentUrl
+from pydantic_ai.messages import FilePart
+from pydantic_ai.messages import ImageUrl
+from pydantic_ai.messages import InstructionBaselinePart
+from pydantic_ai.messages import InstructionDeltaPart
+from pydantic_ai.messages import InstructionDigest
+from pydantic_ai.messages import InstructionId
+from pydantic_ai.messages import InstructionPart
+from pydantic_ai.messages import MarkerCitationAnchor
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelRequest
+from pydantic_ai.messages import ModelRequestAttempt
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelSettingsDeltaPart
+from pydantic_ai.messages import NativeToolCallPart
+from pydantic_ai.messages import NativeToolReturnPart
+from pydantic_ai.messages import RetryFeedbackPart
+from pydantic_ai.messages import RetryInfo
+from pydantic_ai.messages import RunInstructionSource
+from pydantic_ai.messages import SpeechPart
+from pydantic_ai.messages import SpeechTimestamp
+from pydantic_ai.messages import StructuredContent
+from pydantic_ai.messages import SystemPromptPart
+from pydantic_ai.messages import TextContent
+from pydantic_ai.messages import TextPart
+from pydantic_ai.messages import ThinkingPart
+from pydantic_ai.messages import ToolAvailabilityDeltaPart
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.messages import ToolsetInstructionSource
+from pydantic_ai.messages import UploadedFile
+from pydantic_ai.messages import UserPromptPart
+from pydantic_ai.messages import VideoUrl
+from pydantic_ai.messages import WebCitationSource
+from pydantic_ai.messages import WorkspaceRef
+from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 TS = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)

@@ -17,9 +17,20 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ferrule.agent import Agent, Approved, Denied, Paused, RunContext, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 STATE_KEY = os.environ.get("FERRULE_STATE_KEY", "example-signing-key").encode()
 

@@ -20,18 +20,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ferrule.agent import (
-    Agent,
-    Approved,
-    CheckpointConsumedError,
-    Denied,
-    Paused,
-    RunContext,
-    SqliteCheckpointStore,
-    Tool,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import CheckpointConsumedError
+from ferrule.agent import Denied
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent import SqliteCheckpointStore
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 
 def scripted_model(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:

@@ -19,9 +19,14 @@ from pathlib import Path
 from dbos import DBOS
 
 from ferrule.agent import Agent
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
-from ferrule.durable.dbos import DBOSAgent, database_url
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.durable.dbos import DBOSAgent
+from ferrule.durable.dbos import database_url
 
 shipments: list[str] = []
 

@@ -17,10 +17,22 @@ from collections.abc import Sequence
 
 from temporalio.worker import Worker
 
-from ferrule.agent import Agent, Approved, Denied, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.durable.temporal import ACTIVITIES, AgentWorkflow, TemporalAgent, workflow_runner
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.durable.temporal import ACTIVITIES
+from ferrule.durable.temporal import AgentWorkflow
+from ferrule.durable.temporal import TemporalAgent
+from ferrule.durable.temporal import workflow_runner
 from ferrule.durable.temporal.testing import start_local
 
 

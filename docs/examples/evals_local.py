@@ -23,21 +23,19 @@ import msgspec
 
 from ferrule.agent import Agent
 from ferrule.core.settings import ModelSettings
-from ferrule.evals import (
-    GRADER_INSTRUCTIONS,
-    Case,
-    Dataset,
-    ExactMatch,
-    ExecutionOptions,
-    GraderOutput,
-    MeanScore,
-    MinPassRate,
-    ModelGrader,
-    Report,
-    compare_reports,
-    load_report_file,
-    save_report,
-)
+from ferrule.evals import GRADER_INSTRUCTIONS
+from ferrule.evals import Case
+from ferrule.evals import Dataset
+from ferrule.evals import ExactMatch
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import GraderOutput
+from ferrule.evals import MeanScore
+from ferrule.evals import MinPassRate
+from ferrule.evals import ModelGrader
+from ferrule.evals import Report
+from ferrule.evals import compare_reports
+from ferrule.evals import load_report_file
+from ferrule.evals import save_report
 from ferrule.providers.llamacpp import LlamaCppServer
 
 MODEL = os.environ.get("FERRULE_LOCAL_MODEL", "qwen2.5-coder-0.5b")

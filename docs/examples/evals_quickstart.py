@@ -20,25 +20,29 @@ from typing import Any
 import anyio
 
 from ferrule.agent import Agent
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from ferrule.core.usage import RequestUsage, RunUsage
-from ferrule.evals import (
-    Case,
-    Contains,
-    Dataset,
-    EvaluatorRegistry,
-    ExactMatch,
-    ExecutionOptions,
-    MinPassRate,
-    Report,
-    compare_reports,
-    dump_dataset_yaml,
-    evaluator,
-    load_report_file,
-    run_dataset_file,
-    save_report,
-)
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import RunUsage
+from ferrule.evals import Case
+from ferrule.evals import Contains
+from ferrule.evals import Dataset
+from ferrule.evals import EvaluatorRegistry
+from ferrule.evals import ExactMatch
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import MinPassRate
+from ferrule.evals import Report
+from ferrule.evals import compare_reports
+from ferrule.evals import dump_dataset_yaml
+from ferrule.evals import evaluator
+from ferrule.evals import load_report_file
+from ferrule.evals import run_dataset_file
+from ferrule.evals import save_report
 
 
 @evaluator("short")

@@ -23,20 +23,19 @@ from typing import Any
 import anyio
 import msgspec
 
-from ferrule.agent import Agent, AgentRunResult
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
-from ferrule.graph import (
-    DecisionResult,
-    EdgeMetadata,
-    Graph,
-    GraphBuilder,
-    GraphContext,
-    JsonCodec,
-    NextNode,
-    NodeMetadata,
-)
+from ferrule.graph import DecisionResult
+from ferrule.graph import EdgeMetadata
+from ferrule.graph import Graph
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import JsonCodec
+from ferrule.graph import NextNode
+from ferrule.graph import NodeMetadata
 from ferrule.graph.agent import agent_node
 
 

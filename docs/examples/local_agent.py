@@ -18,7 +18,9 @@ from datetime import date
 
 import anyio
 
-from ferrule.agent import Agent, FunctionToolCallEvent, FunctionToolResultEvent
+from ferrule.agent import Agent
+from ferrule.agent import FunctionToolCallEvent
+from ferrule.agent import FunctionToolResultEvent
 from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings

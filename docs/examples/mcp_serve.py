@@ -11,17 +11,17 @@ from collections.abc import Sequence
 
 import anyio
 
-from ferrule.agent import Agent, RunContext
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import RunContext
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.mcp import expose_agent
 
 
@@ -56,7 +56,8 @@ server = expose_agent(
 
 
 async def ask() -> None:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
+    from mcp import StdioServerParameters
     from mcp.types import TextContent
 
     params = StdioServerParameters(command=sys.executable, args=[__file__, "serve"])

@@ -11,18 +11,20 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ferrule.agent import Agent, ModelRetry, RunContext, ToolPolicy
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import ToolPolicy
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 FILES = {"notes.txt": "buy milk", "scratch/tmp.txt": "draft"}
 

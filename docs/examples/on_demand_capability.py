@@ -11,9 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ferrule.agent import Agent, Capability
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.agent import Agent
+from ferrule.agent import Capability
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 
 def refund(order_id: str, cents: int) -> str:

@@ -22,11 +22,20 @@ from typing import Any
 import anyio
 
 from ferrule.agent import Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
-from ferrule.planning import PlanBudget, PlanDocument, PlanningAgent, validate_plan
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanDocument
+from ferrule.planning import PlanningAgent
+from ferrule.planning import validate_plan
 
 CALLS: list[str] = []
 """Every tool call, in the order they were made."""

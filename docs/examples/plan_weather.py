@@ -23,11 +23,20 @@ from typing import Any
 
 import anyio
 
-from ferrule.agent import ModelRetry, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from ferrule.agent import ModelRetry
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import Model
-from ferrule.planning import PlanBudget, PlanningAgent, StepSkippedEvent
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanningAgent
+from ferrule.planning import StepSkippedEvent
 
 CITIES = {
     "Shenzhen": {"condition": "sunny", "temperature": 27, "outdoor_suitable": True},

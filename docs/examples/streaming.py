@@ -6,14 +6,23 @@ the answer), then streams its final answer. Runs offline.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import anyio
 
-from ferrule.agent import Agent, FinalResultEvent, FunctionToolCallEvent, FunctionToolResultEvent
-from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from ferrule.core.messages import Message, ModelResponse
-from ferrule.core.model import PartDeltaEvent, TextPartDelta
+from ferrule.agent import Agent
+from ferrule.agent import FinalResultEvent
+from ferrule.agent import FunctionToolCallEvent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import TextPartDelta
 
 
 async def scripted_stream(

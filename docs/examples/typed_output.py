@@ -10,9 +10,13 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ferrule.agent import Agent, ModelRetry
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, ToolCallPart
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
 
 
 class CityInfo(msgspec.Struct):

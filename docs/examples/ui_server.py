@@ -17,7 +17,9 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +27,28 @@ import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Mount, Route
+from starlette.responses import HTMLResponse
+from starlette.responses import Response
+from starlette.routing import Mount
+from starlette.routing import Route
 from starlette.staticfiles import StaticFiles
 
-from ferrule.agent import Agent, AgentStreamEvent, FunctionToolResultEvent
-from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ToolReturnPart, UserPromptPart
-from ferrule.ui import CustomValue, OnDisconnect, ag_ui, custom_value, vercel
+from ferrule.agent import Agent
+from ferrule.agent import AgentStreamEvent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.ui import CustomValue
+from ferrule.ui import OnDisconnect
+from ferrule.ui import ag_ui
+from ferrule.ui import custom_value
+from ferrule.ui import vercel
 
 WEB = Path(__file__).resolve().parent / "ui_web"
 STORY = [

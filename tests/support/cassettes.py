@@ -10,8 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ferrule.core.conformance import Interaction, iter_cassettes, load_cassette
-from tests.support.shared import SHARED, missing_reason, require_shared, shared_path
+from ferrule.core.conformance import Interaction
+from ferrule.core.conformance import iter_cassettes
+from ferrule.core.conformance import load_cassette
+from tests.support.shared import SHARED
+from tests.support.shared import missing_reason
+from tests.support.shared import require_shared
+from tests.support.shared import shared_path
 
 __all__ = [
     "ANTHROPIC_FOLDERS",

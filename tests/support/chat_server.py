@@ -17,13 +17,17 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import pytest
 
-from tests.support.http_server import Conn, LocalServer, Request
+from tests.support.http_server import Conn
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
 
 __all__ = ["ChatServer", "Hold", "StartChatServer", "Turn", "chat_server"]
 

@@ -6,11 +6,14 @@ one the codec encodes without a cache, for every call the model sends. Needs onl
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+from typing import Any
+from typing import Unpack
 
-from ferrule.core.codec import Codec, WireRequest
+from ferrule.core.codec import Codec
+from ferrule.core.codec import WireRequest
 from ferrule.core.model import ModelCall
-from ferrule.providers.openai import OpenAIChatModel, OpenAIModelOptions
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIModelOptions
 
 __all__ = ["CheckedChatModel"]
 

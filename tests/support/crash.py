@@ -17,7 +17,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["ROOT", "Worker", "WorkerFailed", "effects", "record_effect"]

@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
-from tests.support.crash import Worker, effects
-from tests.support.streams import assert_delivered_once, wait_until_settled
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import Hold
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.crash import Worker
+from tests.support.crash import effects
+from tests.support.streams import assert_delivered_once
+from tests.support.streams import wait_until_settled
 
 __all__ = ["THREE_STEPS", "killed_mid_stream"]
 

@@ -8,9 +8,11 @@ running. A started non-idempotent step without a record is an unknown outcome, a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
-from ferrule.agent.durable import Step, unknown_outcome
+from ferrule.agent.durable import Step
+from ferrule.agent.durable import unknown_outcome
 
 __all__ = ["Crash", "Engine"]
 

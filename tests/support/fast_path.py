@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 import pytest
 
-from ferrule.core.codec import BatchStreamDecoder, StreamDecoder
+from ferrule.core.codec import BatchStreamDecoder
+from ferrule.core.codec import StreamDecoder
 from ferrule.core.errors import ProviderError
 from ferrule.core.model import ModelStreamEvent
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.sse import SseEvent
+from ferrule.core.sse import SseParser
 
 __all__ = ["BATCH_SIZES", "Counted", "comparable", "decode_all", "decode_batched", "rewritten"]
 

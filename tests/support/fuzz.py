@@ -6,7 +6,8 @@ format has (its key names, its stream framing); what is the same for every JSON 
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 from hypothesis import strategies as st
 

@@ -15,8 +15,11 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import pytest

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import httpx2
 import msgspec

@@ -19,7 +19,8 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -6,12 +6,18 @@ with `model_for`; only `ferrule-openai`, `ferrule-anthropic` and `ferrule-google
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from ferrule.core.model import Model
-from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider
-from ferrule.providers.google import GoogleModel, GoogleProvider, VertexAIProvider
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+from ferrule.providers.anthropic import AnthropicModel
+from ferrule.providers.anthropic import AnthropicProvider
+from ferrule.providers.google import GoogleModel
+from ferrule.providers.google import GoogleProvider
+from ferrule.providers.google import VertexAIProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from ferrule.providers.openai import OpenAIResponsesModel
 from tests.support.http_server import LocalServer
 
 __all__ = ["APIS", "model_for"]

@@ -9,12 +9,16 @@ every package's isolated environment that tests through the agent can use it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 
 from ferrule.agent.testing import AgentInfo
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import ToolDefinition
 
 __all__ = ["Script", "call", "recorded", "text", "tool_call"]

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ferrule.core.model import ResponseCompleted
-from tests.support.crash import effects, record_effect
+from tests.support.crash import effects
+from tests.support.crash import record_effect
 
 __all__ = ["FileStore", "assert_delivered_once", "describe", "wait_until_settled"]
 

@@ -8,22 +8,22 @@ view that shortens every tool result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import Interaction
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
 
 __all__ = [

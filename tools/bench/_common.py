@@ -7,7 +7,8 @@ import gc
 import resource
 import statistics
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import msgspec
 

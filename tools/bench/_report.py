@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from tools.bench._common import Stats, stats
+from tools.bench._common import Stats
+from tools.bench._common import stats
 
 __all__ = ["TARGETS", "Row", "write_report"]
 

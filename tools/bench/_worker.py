@@ -13,11 +13,18 @@ import importlib
 import sys
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tools.bench._common import TEXT, Unsupported, dumps, peak_rss, peak_rss_reset, rss, settle
+from tools.bench._common import TEXT
+from tools.bench._common import Unsupported
+from tools.bench._common import dumps
+from tools.bench._common import peak_rss
+from tools.bench._common import peak_rss_reset
+from tools.bench._common import rss
+from tools.bench._common import settle
 
 FRAMEWORKS = {
     "raw": "tools.bench.fw_raw",

@@ -19,15 +19,21 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 from ferrule.agent import Agent  # noqa: E402
-from ferrule.agent.testing import AgentInfo, FunctionModel  # noqa: E402
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart  # noqa: E402
+from ferrule.agent.testing import AgentInfo  # noqa: E402
+from ferrule.agent.testing import FunctionModel  # noqa: E402
+from ferrule.core.messages import Message  # noqa: E402
+from ferrule.core.messages import ModelResponse  # noqa: E402
+from ferrule.core.messages import TextPart  # noqa: E402
+from ferrule.core.messages import ToolCallPart  # noqa: E402
 
 
 def _answer(messages: Sequence[Message], info: AgentInfo) -> ModelResponse:
@@ -69,7 +75,8 @@ async def bare(runs: int) -> list[float]:
 async def dbos(runs: int, folder: Path) -> list[float]:
     from dbos import DBOS
 
-    from ferrule.durable.dbos import DBOSAgent, database_url
+    from ferrule.durable.dbos import DBOSAgent
+    from ferrule.durable.dbos import database_url
 
     url = database_url(folder / "bench.sqlite")
     DBOS(config={"name": "ferrule-bench", "system_database_url": url.url, "log_level": "WARNING"})
@@ -88,7 +95,10 @@ async def dbos(runs: int, folder: Path) -> list[float]:
 async def temporal(runs: int) -> list[float]:
     from temporalio.worker import Worker
 
-    from ferrule.durable.temporal import ACTIVITIES, AgentWorkflow, TemporalAgent, workflow_runner
+    from ferrule.durable.temporal import ACTIVITIES
+    from ferrule.durable.temporal import AgentWorkflow
+    from ferrule.durable.temporal import TemporalAgent
+    from ferrule.durable.temporal import workflow_runner
     from ferrule.durable.temporal.testing import start_local
 
     durable = TemporalAgent(_agent(), name="bench")

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, Unsupported, add
+from tools.bench._common import API_KEY
+from tools.bench._common import MODEL
+from tools.bench._common import Unsupported
+from tools.bench._common import add
 
 NAME = "agno"
 

@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
-from tools.bench._common import (
-    API_KEY,
-    MODEL,
-    PROMPT,
-    TEXT,
-    TEXT_PIECES,
-    UI_PIECES,
-    UI_REQUEST,
-    add,
-    http_client,
-    long_history,
-)
+from tools.bench._common import API_KEY
+from tools.bench._common import MODEL
+from tools.bench._common import PROMPT
+from tools.bench._common import TEXT
+from tools.bench._common import TEXT_PIECES
+from tools.bench._common import UI_PIECES
+from tools.bench._common import UI_REQUEST
+from tools.bench._common import add
+from tools.bench._common import http_client
+from tools.bench._common import long_history
 
 NAME = "ferrule"
 
@@ -59,7 +59,9 @@ class Bench:
 
     def _model(self, base: str, api: str) -> Any:
         from ferrule.core.url_policy import UrlPolicy
-        from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+        from ferrule.providers.openai import OpenAIChatModel
+        from ferrule.providers.openai import OpenAIProvider
+        from ferrule.providers.openai import OpenAIResponsesModel
 
         origin = base.split("/", 3)
         provider = OpenAIProvider(
@@ -99,8 +101,12 @@ class Bench:
 
     def _function_model(self, pieces: tuple[str, ...] = TEXT_PIECES) -> Any:
         """The two-step function model of workloads 2, 10c and 12 (tool call, then text)."""
-        from ferrule.agent.testing import DeltaToolCall, FunctionModel
-        from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+        from ferrule.agent.testing import DeltaToolCall
+        from ferrule.agent.testing import FunctionModel
+        from ferrule.core.messages import ModelResponse
+        from ferrule.core.messages import TextPart
+        from ferrule.core.messages import ToolCallPart
+        from ferrule.core.messages import ToolReturnPart
         from ferrule.core.usage import RequestUsage
 
         # Reported usage, as a provider reports it: without it both function models estimate
@@ -132,7 +138,9 @@ class Bench:
         What `ferrule.ui.vercel.app` does for a post, without HTTP: parse and bound the body, make
         the browser's history safe, stream the run through a `UIBridge`, encode every event.
         """
-        from ferrule.ui import UIBridge, sanitize_messages, vercel
+        from ferrule.ui import UIBridge
+        from ferrule.ui import sanitize_messages
+        from ferrule.ui import vercel
 
         agent = self._agent(self._function_model(UI_PIECES))
 
@@ -189,7 +197,9 @@ class Bench:
     def fn_loop(self, steps: int) -> Callable[[], Awaitable[list[int]]]:
         """Workload 7a: a tool loop of `steps` steps on `FunctionModel`."""
         from ferrule.agent.testing import FunctionModel
-        from ferrule.core.messages import ModelResponse, TextPart, ToolCallPart
+        from ferrule.core.messages import ModelResponse
+        from ferrule.core.messages import TextPart
+        from ferrule.core.messages import ToolCallPart
         from ferrule.core.usage import RequestUsage
 
         state = {"count": 0}
@@ -225,7 +235,11 @@ class Bench:
 
     def long_step(self, base: str, n: int) -> Callable[[], Awaitable[str]]:
         """Workload 11: one more step (a new run) on the same `n`-message history, Chat Completions."""
-        from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
+        from ferrule.core.messages import Message
+        from ferrule.core.messages import ModelRequest
+        from ferrule.core.messages import ModelResponse
+        from ferrule.core.messages import TextPart
+        from ferrule.core.messages import UserPromptPart
 
         agent = self._agent(self._model(base, "chat"), tools=False)
         history: list[Message] = [
@@ -245,7 +259,9 @@ class Bench:
 
     def history(self, conversation: bytes) -> tuple[Any, Callable[[Any], Any]]:
         """Workload 6: ferrule's own history format, dump + load (`ferrule.core.history`)."""
-        from ferrule.core.history import dumps, load_pydantic_ai, loads
+        from ferrule.core.history import dumps
+        from ferrule.core.history import load_pydantic_ai
+        from ferrule.core.history import loads
 
         messages = load_pydantic_ai(conversation)
 
@@ -265,7 +281,11 @@ class Bench:
     def graph(self, shape: str, size: int) -> Callable[[], Awaitable[int]]:
         """Workload 9: a linear graph of `size` async steps, or one broadcast fan-out to `size`
         async branches (run concurrently, like pydantic-graph's), each adding 1."""
-        from ferrule.graph import GraphBuilder, GraphContext, Join, ParallelBranch, RunOptions
+        from ferrule.graph import GraphBuilder
+        from ferrule.graph import GraphContext
+        from ferrule.graph import Join
+        from ferrule.graph import ParallelBranch
+        from ferrule.graph import RunOptions
 
         async def add_one(ctx: GraphContext[None, None], n: int) -> int:
             return n + 1

@@ -9,10 +9,16 @@ PydanticAI and ferrule only."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
-from tools.bench._common import API_KEY, MODEL, PROMPT, Unsupported, add, http_client
+from tools.bench._common import API_KEY
+from tools.bench._common import MODEL
+from tools.bench._common import PROMPT
+from tools.bench._common import Unsupported
+from tools.bench._common import add
+from tools.bench._common import http_client
 
 NAME = "openai_agents"
 
@@ -34,7 +40,10 @@ class Bench:
         await self.client.aclose()
 
     def _agent(self, base: str, api: str, tools: bool = True) -> Any:
-        from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, function_tool
+        from agents import Agent
+        from agents import OpenAIChatCompletionsModel
+        from agents import OpenAIResponsesModel
+        from agents import function_tool
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(base_url=base, api_key=API_KEY, http_client=self.client, max_retries=0)
@@ -80,7 +89,9 @@ class Bench:
 
         Its `Agent` takes tool objects, so the tool is made from the function each time, as the
         other frameworks derive it from the function they are given."""
-        from agents import Agent, OpenAIChatCompletionsModel, function_tool
+        from agents import Agent
+        from agents import OpenAIChatCompletionsModel
+        from agents import function_tool
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(base_url=base, api_key=API_KEY, http_client=self.client, max_retries=0)

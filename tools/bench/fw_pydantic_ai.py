@@ -8,21 +8,21 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
-from tools.bench._common import (
-    API_KEY,
-    MODEL,
-    PROMPT,
-    TEXT,
-    TEXT_PIECES,
-    UI_PIECES,
-    UI_REQUEST,
-    add,
-    http_client,
-    long_history,
-)
+from tools.bench._common import API_KEY
+from tools.bench._common import MODEL
+from tools.bench._common import PROMPT
+from tools.bench._common import TEXT
+from tools.bench._common import TEXT_PIECES
+from tools.bench._common import UI_PIECES
+from tools.bench._common import UI_REQUEST
+from tools.bench._common import add
+from tools.bench._common import http_client
+from tools.bench._common import long_history
 
 NAME = "pydantic_ai"
 
@@ -83,8 +83,12 @@ class Bench:
 
     def _function_model(self, pieces: tuple[str, ...] = TEXT_PIECES) -> Any:
         """The two-step function model of workloads 2, 10c and 12 (tool call, then text)."""
-        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-        from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.messages import TextPart
+        from pydantic_ai.messages import ToolCallPart
+        from pydantic_ai.messages import ToolReturnPart
+        from pydantic_ai.models.function import DeltaToolCall
+        from pydantic_ai.models.function import FunctionModel
         from pydantic_ai.usage import RequestUsage
 
         # Reported usage, as a provider reports it: without it both function models estimate
@@ -172,7 +176,11 @@ class Bench:
 
     def long_step(self, base: str, n: int) -> Callable[[], Awaitable[str]]:
         """Workload 11: one more step (a new run) on the same `n`-message history, Chat Completions."""
-        from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+        from pydantic_ai.messages import ModelMessage
+        from pydantic_ai.messages import ModelRequest
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.messages import TextPart
+        from pydantic_ai.messages import UserPromptPart
 
         agent = self._agent(self._model(base, "chat"), tools=False)
         history: list[ModelMessage] = [
@@ -204,7 +212,9 @@ class Bench:
 
     def fn_loop(self, steps: int) -> Callable[[], Awaitable[list[int]]]:
         """Workload 7a: a tool loop of `steps` steps on `FunctionModel`."""
-        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.messages import TextPart
+        from pydantic_ai.messages import ToolCallPart
         from pydantic_ai.models.function import FunctionModel
         from pydantic_ai.usage import RequestUsage
 
@@ -264,18 +274,17 @@ class Bench:
 def write_history(n: int) -> bytes:
     """A PydanticAI-written history of `n` messages: user prompt, then tool-call / tool-return /
     text rounds, the shape of a long agent conversation."""
-    from datetime import UTC, datetime
+    from datetime import UTC
+    from datetime import datetime
 
-    from pydantic_ai.messages import (
-        ModelMessagesTypeAdapter,
-        ModelRequest,
-        ModelResponse,
-        SystemPromptPart,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-        UserPromptPart,
-    )
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_ai.messages import ModelRequest
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import SystemPromptPart
+    from pydantic_ai.messages import TextPart
+    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.messages import ToolReturnPart
+    from pydantic_ai.messages import UserPromptPart
     from pydantic_ai.usage import RequestUsage
 
     when = datetime(2025, 1, 1, tzinfo=UTC)
@@ -321,7 +330,8 @@ def _pydantic_graph(shape: str, size: int) -> Callable[[], Awaitable[int]]:
     """Workload 9 with pydantic-graph's builder API (the same steps and fan-out, instrumentation
     off as in ferrule): steps chained with edges, or a broadcast to `size` steps joined with
     `reduce_sum`."""
-    from pydantic_graph import GraphBuilder, reduce_sum
+    from pydantic_graph import GraphBuilder
+    from pydantic_graph import reduce_sum
 
     # Unannotated: pydantic-graph evaluates step annotations in the module's globals, where the
     # lazily imported StepContext is not (the edges below are explicit, so nothing is inferred).

@@ -10,24 +10,24 @@ accumulate every streamed delta), so the ratio to it is the framework's own cost
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from tools.bench._common import (
-    API_KEY,
-    MODEL,
-    PROMPT,
-    TEXT,
-    TEXT_PIECES,
-    UI_PIECES,
-    UI_REQUEST,
-    Unsupported,
-    add,
-    http_client,
-    long_history,
-)
+from tools.bench._common import API_KEY
+from tools.bench._common import MODEL
+from tools.bench._common import PROMPT
+from tools.bench._common import TEXT
+from tools.bench._common import TEXT_PIECES
+from tools.bench._common import UI_PIECES
+from tools.bench._common import UI_REQUEST
+from tools.bench._common import Unsupported
+from tools.bench._common import add
+from tools.bench._common import http_client
+from tools.bench._common import long_history
 
 NAME = "raw"
 

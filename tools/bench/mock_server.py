@@ -30,7 +30,8 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 

@@ -24,7 +24,8 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ if str(ROOT) not in sys.path:
 import msgspec  # noqa: E402
 
 from tools.bench._common import UI_PIECES  # noqa: E402
-from tools.bench._report import Row, write_report  # noqa: E402
+from tools.bench._report import Row  # noqa: E402
+from tools.bench._report import write_report  # noqa: E402
 
 FRAMEWORKS = ("raw", "ferrule", "pydantic_ai", "openai_agents", "agno")
 LABELS = {

@@ -51,7 +51,8 @@ def _household() -> str:
 
 
 def _weather() -> str:
-    from ferrule.planning import render_mermaid, validate_plan
+    from ferrule.planning import render_mermaid
+    from ferrule.planning import validate_plan
 
     example = _example("plan_weather")
     agent = example.build_agent("test:planner")

@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
 import anyio
 
-from ferrule.core.messages import Message, ModelRequest
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
 
 __all__ = ["Hang", "modules_loaded_by", "parts_at", "request_parts"]
 

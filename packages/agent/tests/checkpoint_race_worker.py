@@ -14,10 +14,20 @@ from collections.abc import Sequence
 
 import anyio
 
-from ferrule.agent import Agent, Approved, Paused, SqliteCheckpointStore, Tool
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Paused
+from ferrule.agent import SqliteCheckpointStore
+from ferrule.agent import Tool
 from ferrule.agent.exceptions import CheckpointConsumedError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 
 
 def build_agent(db: str, effects: str) -> Agent[None, str]:

@@ -10,30 +10,36 @@ import msgspec
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import (
-    Agent,
-    FinalStep,
-    ModelResponseStep,
-    RunContext,
-    Tool,
-    ToolResultsStep,
-    run_state_of,
-)
+from ferrule.agent import Agent
+from ferrule.agent import FinalStep
+from ferrule.agent import ModelResponseStep
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolResultsStep
+from ferrule.agent import run_state_of
 from ferrule.agent.exceptions import RunCancelledError
-from ferrule.agent.model_strings import UnknownModelError, infer_model, unknown_provider_message
-from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.agent.model_strings import UnknownModelError
+from ferrule.agent.model_strings import infer_model
+from ferrule.agent.model_strings import unknown_provider_message
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
-from tests.support.scripts import Script, recorded, text, tool_call
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
+from tests.support.scripts import Script
+from tests.support.scripts import recorded
+from tests.support.scripts import text
+from tests.support.scripts import tool_call
 
 from ._support import modules_loaded_by
 

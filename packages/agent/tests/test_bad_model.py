@@ -6,23 +6,21 @@ from collections.abc import Sequence
 
 import pytest
 
-from ferrule.agent import Agent, run_state_of
-from ferrule.agent.exceptions import (
-    ContentFilteredResponseError,
-    EmptyResponseError,
-    IncompleteToolCallError,
-    OutputTruncatedError,
-    UnexpectedModelBehavior,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import run_state_of
+from ferrule.agent.exceptions import ContentFilteredResponseError
+from ferrule.agent.exceptions import EmptyResponseError
+from ferrule.agent.exceptions import IncompleteToolCallError
+from ferrule.agent.exceptions import OutputTruncatedError
+from ferrule.agent.exceptions import UnexpectedModelBehavior
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
 
 pytestmark = pytest.mark.anyio
 

@@ -6,39 +6,35 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    Approved,
-    Capability,
-    CapabilityLayer,
-    HookEvent,
-    ModelRetry,
-    Paused,
-    RunContext,
-    Tool,
-    ToolPolicy,
-)
-from ferrule.agent.capabilities import (
-    MAX_CAPABILITIES,
-    CapabilityConflictError,
-    CapabilityDependencyError,
-    CapabilityError,
-    CapabilityRegistry,
-    UnknownCapabilityError,
-)
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Capability
+from ferrule.agent import CapabilityLayer
+from ferrule.agent import HookEvent
+from ferrule.agent import ModelRetry
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolPolicy
+from ferrule.agent.capabilities import MAX_CAPABILITIES
+from ferrule.agent.capabilities import CapabilityConflictError
+from ferrule.agent.capabilities import CapabilityDependencyError
+from ferrule.agent.capabilities import CapabilityError
+from ferrule.agent.capabilities import CapabilityRegistry
+from ferrule.agent.capabilities import UnknownCapabilityError
 from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
-from ferrule.core.messages import (
-    CapabilityLoadDeltaPart,
-    Message,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
-from tests.support.scripts import Script, call, text
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 from ._support import request_parts
 

@@ -8,34 +8,31 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    ExternalResult,
-    Paused,
-    PendingMessageQueue,
-    RunContext,
-    Tool,
-    ToolReturn,
-)
+from ferrule.agent import Agent
+from ferrule.agent import ExternalResult
+from ferrule.agent import Paused
+from ferrule.agent import PendingMessageQueue
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
 from ferrule.agent.exceptions import run_state_of
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UrlPolicyError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-)
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
 from ferrule.core.url_policy import UrlPolicy
 
 pytestmark = pytest.mark.anyio

@@ -2,38 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, ContextBudget, RunContext, Tool
-from ferrule.agent.context_budget import (
-    ContextBudgetExceeded,
-    ContextMediaTooLarge,
-    ContextOverflow,
-    ContextPromptTooLarge,
-    ContextSchemaTooLarge,
-    ContextTokenLimitExceeded,
-    ContextToolsTooLarge,
-    ContextUsage,
-    default_estimate,
-    measure,
-)
+from ferrule.agent import Agent
+from ferrule.agent import ContextBudget
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.context_budget import ContextBudgetExceeded
+from ferrule.agent.context_budget import ContextMediaTooLarge
+from ferrule.agent.context_budget import ContextOverflow
+from ferrule.agent.context_budget import ContextPromptTooLarge
+from ferrule.agent.context_budget import ContextSchemaTooLarge
+from ferrule.agent.context_budget import ContextTokenLimitExceeded
+from ferrule.agent.context_budget import ContextToolsTooLarge
+from ferrule.agent.context_budget import ContextUsage
+from ferrule.agent.context_budget import default_estimate
+from ferrule.agent.context_budget import measure
 from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    BinaryContent,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
 from tests.support.scripts import Script
 

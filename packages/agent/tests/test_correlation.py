@@ -10,23 +10,27 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is a test dependency of the workspace")
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ferrule.agent import (
-    Agent,
-    Approved,
-    HookEvent,
-    InstrumentationSettings,
-    Paused,
-    RunCorrelation,
-    Tool,
-)
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import HookEvent
+from ferrule.agent import InstrumentationSettings
+from ferrule.agent import Paused
+from ferrule.agent import RunCorrelation
+from ferrule.agent import Tool
 from ferrule.agent.multi_agent import Session
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 pytestmark = pytest.mark.anyio
 

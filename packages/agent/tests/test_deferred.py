@@ -9,36 +9,31 @@ import msgspec
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import (
-    Agent,
-    AgentRunResult,
-    Approved,
-    Denied,
-    ExternalResult,
-    Paused,
-    PausedState,
-    PauseRequiredError,
-    ResumeDecisions,
-    RunContext,
-    Tool,
-)
-from ferrule.agent.exceptions import (
-    DecisionError,
-    PausedStateError,
-    PausedStateIntegrityError,
-    PausedStateVersionError,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import ExternalResult
+from ferrule.agent import Paused
+from ferrule.agent import PausedState
+from ferrule.agent import PauseRequiredError
+from ferrule.agent import ResumeDecisions
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.exceptions import DecisionError
+from ferrule.agent.exceptions import PausedStateError
+from ferrule.agent.exceptions import PausedStateIntegrityError
+from ferrule.agent.exceptions import PausedStateVersionError
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from tests.support.scripts import recorded
 
 pytestmark = pytest.mark.anyio
@@ -530,7 +525,9 @@ async def test_external_tool_from_json_schema() -> None:
 
 
 async def test_iter_and_stream_pause_and_resume_stream() -> None:
-    from ferrule.agent import FinalResultEvent, FunctionToolResultEvent, PausedStep
+    from ferrule.agent import FinalResultEvent
+    from ferrule.agent import FunctionToolResultEvent
+    from ferrule.agent import PausedStep
 
     world = World()
     agent = build_agent(world)

@@ -8,31 +8,31 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    DeferredToolRequests,
-    DeferredToolResults,
-    InMemoryCheckpointStore,
-    ModelRetry,
-    PauseRequiredError,
-    Tool,
-    ToolApproved,
-    ToolDenied,
-    ToolOutput,
-)
-from ferrule.agent.exceptions import CheckpointConsumedError, DecisionError, OutputSpecError, PausedStateError
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import DeferredToolRequests
+from ferrule.agent import DeferredToolResults
+from ferrule.agent import InMemoryCheckpointStore
+from ferrule.agent import ModelRetry
+from ferrule.agent import PauseRequiredError
+from ferrule.agent import Tool
+from ferrule.agent import ToolApproved
+from ferrule.agent import ToolDenied
+from ferrule.agent import ToolOutput
+from ferrule.agent.exceptions import CheckpointConsumedError
+from ferrule.agent.exceptions import DecisionError
+from ferrule.agent.exceptions import OutputSpecError
+from ferrule.agent.exceptions import PausedStateError
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core import history
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 
 
 class World:

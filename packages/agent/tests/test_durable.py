@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn
-from ferrule.agent.durable import (
-    Binding,
-    CheckpointedStreamSink,
-    DurableError,
-    InvalidDurableRecordError,
-    MemoryStreamCheckpointStore,
-    Step,
-    bind,
-    current,
-)
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
+from ferrule.agent.durable import Binding
+from ferrule.agent.durable import CheckpointedStreamSink
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import InvalidDurableRecordError
+from ferrule.agent.durable import MemoryStreamCheckpointStore
+from ferrule.agent.durable import Step
+from ferrule.agent.durable import bind
+from ferrule.agent.durable import current
 from ferrule.agent.exceptions import ToolDefinitionError
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import FerruleError
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from tests.support.durable_engine import Crash, Engine
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from tests.support.durable_engine import Crash
+from tests.support.durable_engine import Engine
 from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.examples import needs_examples, run_example
+from tests.support.examples import needs_examples
+from tests.support.examples import run_example
 
 pytestmark = needs_examples
 

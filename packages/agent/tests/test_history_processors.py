@@ -7,26 +7,25 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, Capability, RunContext
-from ferrule.agent.history_processors import (
-    compact_text,
-    drop_orphaned_tool_traffic,
-    keep_last,
-    summarize_prefix,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import Capability
+from ferrule.agent import RunContext
+from ferrule.agent.history_processors import compact_text
+from ferrule.agent.history_processors import drop_orphaned_tool_traffic
+from ferrule.agent.history_processors import keep_last
+from ferrule.agent.history_processors import summarize_prefix
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 
 pytestmark = pytest.mark.anyio
 

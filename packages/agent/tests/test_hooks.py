@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, HookEvent, ModelRetry, run_state_of
-from ferrule.agent.testing import AgentInfo, DeltaToolCalls, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import HookEvent
+from ferrule.agent import ModelRetry
+from ferrule.agent import run_state_of
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelResponse
-from tests.support.scripts import Script, call, text
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio
 

@@ -8,19 +8,28 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import Agent, Capability, RunContext
-from ferrule.agent.exceptions import RunCancelledError, RunTimeoutError
-from ferrule.agent.multi_agent import (
-    MultiAgentLimits,
-    Scope,
-    ScopeDepthExceeded,
-    ScopeRunLimitExceeded,
-    Session,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import Capability
+from ferrule.agent import RunContext
+from ferrule.agent.exceptions import RunCancelledError
+from ferrule.agent.exceptions import RunTimeoutError
+from ferrule.agent.multi_agent import MultiAgentLimits
+from ferrule.agent.multi_agent import Scope
+from ferrule.agent.multi_agent import ScopeDepthExceeded
+from ferrule.agent.multi_agent import ScopeRunLimitExceeded
+from ferrule.agent.multi_agent import Session
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
 
 pytestmark = pytest.mark.anyio
 

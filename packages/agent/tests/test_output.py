@@ -4,36 +4,41 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, TypedDict
+from typing import Any
+from typing import TypedDict
 
 import msgspec
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import (
-    Agent,
-    ModelRetry,
-    NativeOutput,
-    PromptedOutput,
-    RunContext,
-    StructuredDict,
-    TextOutput,
-    ToolOutput,
-    run_state_of,
-)
-from ferrule.agent.exceptions import EmptyResponseError, OutputRetriesExceeded, OutputSpecError
-from ferrule.agent.testing import FunctionModel, TestModel, full_profile
-from ferrule.core.messages import (
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, TextFormat
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import NativeOutput
+from ferrule.agent import PromptedOutput
+from ferrule.agent import RunContext
+from ferrule.agent import StructuredDict
+from ferrule.agent import TextOutput
+from ferrule.agent import ToolOutput
+from ferrule.agent import run_state_of
+from ferrule.agent.exceptions import EmptyResponseError
+from ferrule.agent.exceptions import OutputRetriesExceeded
+from ferrule.agent.exceptions import OutputSpecError
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
+from ferrule.agent.testing import full_profile
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import TextFormat
 from ferrule.core.profile import ModelProfile
-from tests.support.scripts import Script, recorded, text
+from tests.support.scripts import Script
+from tests.support.scripts import recorded
+from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
 from ferrule.agent._partial import JsonPrefix
-from ferrule.agent._schema import example_value, partial_ok
+from ferrule.agent._schema import example_value
+from ferrule.agent._schema import partial_ok
 
 DOCUMENT = '{"a": "he\\"llo \\u00e9", "b": [1, 2.5, true, null, {"c": []}], "d": {"e": -3e2}, "f": "\\n"}'
 

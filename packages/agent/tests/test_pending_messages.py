@@ -10,18 +10,22 @@ import anyio
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import (
-    Agent,
-    Approved,
-    EnqueuedMessagesEvent,
-    Paused,
-    PendingMessageQueue,
-    PendingMessageQueueClosed,
-    Tool,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import EnqueuedMessagesEvent
+from ferrule.agent import Paused
+from ferrule.agent import PendingMessageQueue
+from ferrule.agent import PendingMessageQueueClosed
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 from tests.support.scripts import recorded
 
 from ._support import request_parts

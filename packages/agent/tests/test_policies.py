@@ -7,18 +7,26 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Approved, Capability, ModelRetry, Paused, RunContext, Tool, ToolPolicy
-from ferrule.agent.exceptions import ToolDefinitionError, ToolRetriesExceeded
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Capability
+from ferrule.agent import ModelRetry
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolPolicy
+from ferrule.agent.exceptions import ToolDefinitionError
+from ferrule.agent.exceptions import ToolRetriesExceeded
 from ferrule.agent.testing import FunctionModel
 from ferrule.agent.toolsets import FunctionToolset
-from ferrule.core.messages import (
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import ToolDefinition
-from tests.support.scripts import Script, call, text
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 from ._support import request_parts
 

@@ -4,19 +4,32 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from decimal import ROUND_FLOOR, Decimal
+from datetime import UTC
+from datetime import datetime
+from decimal import ROUND_FLOOR
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Pricing
-from ferrule.agent.pricing import PriceSnapshot, PricingSnapshotError, RunCost, nano_usd, usage_counts
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
-from ferrule.core.usage import RequestUsage, UsageLimitExceeded, UsageLimits
+from ferrule.agent import Agent
+from ferrule.agent import Pricing
+from ferrule.agent.pricing import PriceSnapshot
+from ferrule.agent.pricing import PricingSnapshotError
+from ferrule.agent.pricing import RunCost
+from ferrule.agent.pricing import nano_usd
+from ferrule.agent.pricing import usage_counts
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
 
 pytestmark = pytest.mark.anyio
 

@@ -8,19 +8,25 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, AgentRunResult, Approved, Denied, Paused, RunContext
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
 from ferrule.agent.exceptions import PauseRequiredError
-from ferrule.agent.testing import FunctionModel, TestModel
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.usage import RunUsage
-from tests.support.scripts import Script, call, text
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 pytestmark = pytest.mark.anyio
 

@@ -9,29 +9,27 @@ import anyio
 import msgspec
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    AgentRunResult,
-    Approved,
-    Capability,
-    DeferredCall,
-    ExternalResult,
-    Paused,
-    PausedState,
-    RunContext,
-    Tool,
-)
-from ferrule.agent.exceptions import DecisionError, PausedStateError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    CapabilityLoadDeltaPart,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    UserPromptPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import Capability
+from ferrule.agent import DeferredCall
+from ferrule.agent import ExternalResult
+from ferrule.agent import Paused
+from ferrule.agent import PausedState
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.exceptions import DecisionError
+from ferrule.agent.exceptions import PausedStateError
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 
 from ._support import request_parts
 

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Sequence
 
 import anyio
 import pytest
 
-from ferrule.agent import Agent, RetryPolicy, Tool, run_state_of
+from ferrule.agent import Agent
+from ferrule.agent import RetryPolicy
+from ferrule.agent import Tool
+from ferrule.agent import run_state_of
 from ferrule.agent.exceptions import RunTimeoutError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.errors import AuthenticationError, RateLimitError, ServerError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.settings import ModelSettings
-from tests.support.scripts import Script, text
+from tests.support.scripts import Script
+from tests.support.scripts import text
 
 from ._support import Hang
 
@@ -192,7 +205,8 @@ async def test_resumed_run_gets_a_fresh_deadline() -> None:
         FunctionModel(Script(one_call("danger"), text("done"))), tools=[Tool(danger, requires_approval=True)]
     )
     paused = await agent.run_until_pause("x", timeout=0.5)
-    from ferrule.agent import Approved, Paused
+    from ferrule.agent import Approved
+    from ferrule.agent import Paused
 
     assert isinstance(paused, Paused)
     await anyio.sleep(0.6)  # the first invocation's budget is long gone

@@ -6,11 +6,17 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, Approved, Paused, ResumeOptions, RunContext, RunOptions
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Paused
+from ferrule.agent import ResumeOptions
+from ferrule.agent import RunContext
+from ferrule.agent import RunOptions
 from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
 from ferrule.core.settings import ModelSettings
-from tests.support.scripts import Script, call
+from tests.support.scripts import Script
+from tests.support.scripts import call
 
 pytestmark = pytest.mark.anyio
 

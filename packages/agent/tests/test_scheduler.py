@@ -8,16 +8,20 @@ import anyio
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import Agent, Tool, ToolLimits, run_state_of
+from ferrule.agent import Agent
+from ferrule.agent import Tool
+from ferrule.agent import ToolLimits
+from ferrule.agent import run_state_of
 from ferrule.agent.testing import FunctionModel
-from ferrule.core.messages import (
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.core.usage import UsageLimitExceeded, UsageLimits
-from tests.support.scripts import Script, recorded, text
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
+from tests.support.scripts import Script
+from tests.support.scripts import recorded
+from tests.support.scripts import text
 
 from ._support import parts_at
 

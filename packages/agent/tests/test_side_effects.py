@@ -15,48 +15,43 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import (
-    ActionReceipt,
-    Agent,
-    AgentRunResult,
-    Approved,
-    CheckpointConsumedError,
-    CheckpointStore,
-    Denied,
-    InMemoryCheckpointStore,
-    JsonlObserver,
-    ModelRetry,
-    Paused,
-    PausedState,
-    PauseRequiredError,
-    RunContext,
-    SqliteCheckpointStore,
-    Tool,
-    ToolReturn,
-)
-from ferrule.agent.exceptions import (
-    CheckpointNotFoundError,
-    DecisionError,
-    DuplicateToolCallIdError,
-    PausedStateEncodeError,
-    PausedStateError,
-    PausedStateIntegrityError,
-    RunTimeoutError,
-    ToolDefinitionError,
-    run_state_of,
-)
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import ActionReceipt
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import CheckpointConsumedError
+from ferrule.agent import CheckpointStore
+from ferrule.agent import Denied
+from ferrule.agent import InMemoryCheckpointStore
+from ferrule.agent import JsonlObserver
+from ferrule.agent import ModelRetry
+from ferrule.agent import Paused
+from ferrule.agent import PausedState
+from ferrule.agent import PauseRequiredError
+from ferrule.agent import RunContext
+from ferrule.agent import SqliteCheckpointStore
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
+from ferrule.agent.exceptions import CheckpointNotFoundError
+from ferrule.agent.exceptions import DecisionError
+from ferrule.agent.exceptions import DuplicateToolCallIdError
+from ferrule.agent.exceptions import PausedStateEncodeError
+from ferrule.agent.exceptions import PausedStateError
+from ferrule.agent.exceptions import PausedStateIntegrityError
+from ferrule.agent.exceptions import RunTimeoutError
+from ferrule.agent.exceptions import ToolDefinitionError
+from ferrule.agent.exceptions import run_state_of
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 
 pytestmark = pytest.mark.anyio
 

@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Paused, Tool
+from ferrule.agent import Agent
+from ferrule.agent import Paused
+from ferrule.agent import Tool
 from ferrule.agent.capabilities import Capability
-from ferrule.agent.spec import (
-    AgentSpec,
-    CapabilityCatalog,
-    CapabilityInfo,
-    ModelRef,
-    ResolvedModel,
-    SpecParseError,
-    SpecResolutionError,
-    SpecValidationError,
-    ValidationReport,
-    entry_point_model_resolver,
-    find_secrets,
-)
+from ferrule.agent.spec import AgentSpec
+from ferrule.agent.spec import CapabilityCatalog
+from ferrule.agent.spec import CapabilityInfo
+from ferrule.agent.spec import ModelRef
+from ferrule.agent.spec import ResolvedModel
+from ferrule.agent.spec import SpecParseError
+from ferrule.agent.spec import SpecResolutionError
+from ferrule.agent.spec import SpecValidationError
+from ferrule.agent.spec import ValidationReport
+from ferrule.agent.spec import entry_point_model_resolver
+from ferrule.agent.spec import find_secrets
 from ferrule.agent.testing import TestModel
-from ferrule.agent.toolsets import AbstractToolset, FunctionToolset
+from ferrule.agent.toolsets import AbstractToolset
+from ferrule.agent.toolsets import FunctionToolset
 from ferrule.core import bounded_json
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from ferrule.agent.spec import AgentSpec, SpecParseError, load_document
+from ferrule.agent.spec import AgentSpec
+from ferrule.agent.spec import SpecParseError
+from ferrule.agent.spec import load_document
 from ferrule.core.bounded_json import JsonLimits
 
 

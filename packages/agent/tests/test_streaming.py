@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -10,35 +11,39 @@ import anyio.lowlevel
 import msgspec
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    DeferredToolCallsEvent,
-    FinalResultEvent,
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    ModelRetry,
-    NativeOutput,
-    PartialOutputEvent,
-    PauseRequiredError,
-    RetryPolicy,
-    StreamedRunResult,
-    Tool,
-)
+from ferrule.agent import Agent
+from ferrule.agent import DeferredToolCallsEvent
+from ferrule.agent import FinalResultEvent
+from ferrule.agent import FunctionToolCallEvent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.agent import ModelRetry
+from ferrule.agent import NativeOutput
+from ferrule.agent import PartialOutputEvent
+from ferrule.agent import PauseRequiredError
+from ferrule.agent import RetryPolicy
+from ferrule.agent import StreamedRunResult
+from ferrule.agent import Tool
 from ferrule.agent.exceptions import OutputRetriesExceeded
-from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import ServerError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.core.model import (
-    Model,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ToolCallPartDelta,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolCallPartDelta
 from ferrule.core.profile import ModelProfile
 
 from ._support import Hang
@@ -303,7 +308,8 @@ async def test_a_later_step_is_cancelled_and_timed_out_with_the_run_state() -> N
     # One cancel scope spans every step of a streamed run: a cancel or a deadline during its
     # second request still ends it with the error and the state of a run stopped in that step.
     from ferrule.agent import run_state_of
-    from ferrule.agent.exceptions import RunCancelledError, RunTimeoutError
+    from ferrule.agent.exceptions import RunCancelledError
+    from ferrule.agent.exceptions import RunTimeoutError
 
     async def lookup() -> str:
         return "sunny"

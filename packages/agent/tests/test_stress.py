@@ -13,17 +13,17 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from ferrule.agent import Agent, ToolLimits
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import ToolLimits
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.usage import UsageLimits
 
 pytestmark = pytest.mark.anyio

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
-from ferrule.agent import Agent, RunContext, Tool, ToolLimits, ToolThreads
-from ferrule.agent.exceptions import ToolThreadsExhaustedError, run_state_of
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolLimits
+from ferrule.agent import ToolThreads
+from ferrule.agent.exceptions import ToolThreadsExhaustedError
+from ferrule.agent.exceptions import run_state_of
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
 from ._support import request_parts
 

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import msgspec
 import pytest
 
 from ferrule.agent import Agent
-from ferrule.agent.testing import (
-    AgentInfo,
-    DeltaThinking,
-    DeltaToolCall,
-    DeltaToolCalls,
-    FunctionModel,
-    TestModel,
-)
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ThinkingPart, ToolCallPart
-from ferrule.core.model import Model, ModelCall, ResponseCompleted
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaThinking
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ResponseCompleted
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, Tool
+from ferrule.agent import Agent
+from ferrule.agent import Tool
 from ferrule.agent._tools import _BUILT
 from ferrule.agent.testing import TestModel
 from ferrule.core.bounded_json import JsonTypeError

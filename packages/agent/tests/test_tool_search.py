@@ -5,16 +5,20 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Tool
-from ferrule.agent._tool_search import BM25, MAX_RESULTS, tokenize
-from ferrule.agent.testing import FunctionModel, full_profile
+from ferrule.agent import Agent
+from ferrule.agent import Tool
+from ferrule.agent._tool_search import BM25
+from ferrule.agent._tool_search import MAX_RESULTS
+from ferrule.agent._tool_search import tokenize
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import full_profile
 from ferrule.agent.toolsets import FunctionToolset
-from ferrule.core.messages import (
-    RetryPromptPart,
-    ToolAvailabilityDeltaPart,
-    ToolReturnPart,
-)
-from tests.support.scripts import Script, call, text
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolAvailabilityDeltaPart
+from ferrule.core.messages import ToolReturnPart
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 from ._support import request_parts
 

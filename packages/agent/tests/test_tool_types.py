@@ -11,16 +11,24 @@ import datetime
 import decimal
 import enum
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Tool
-from ferrule.agent.exceptions import OutputSpecError, ToolDefinitionError
+from ferrule.agent import Agent
+from ferrule.agent import Tool
+from ferrule.agent.exceptions import OutputSpecError
+from ferrule.agent.exceptions import ToolDefinitionError
 from ferrule.agent.testing import FunctionModel
-from ferrule.core.messages import ModelRequest, ModelRequestPart, RetryPromptPart, ToolReturnPart
-from tests.support.scripts import Script, call
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
+from tests.support.scripts import Script
+from tests.support.scripts import call
 
 pytestmark = pytest.mark.anyio
 

@@ -5,28 +5,38 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any
+from typing import Literal
+from typing import TypedDict
 
 import msgspec
 import pytest
 from inline_snapshot import snapshot
 
-from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolLimits, ToolReturn, run_state_of
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolLimits
+from ferrule.agent import ToolReturn
+from ferrule.agent import run_state_of
 from ferrule.agent._docstring import parse_docstring
-from ferrule.agent.exceptions import ToolDefinitionError, ToolRetriesExceeded
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    BinaryContent,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from tests.support.scripts import Script, recorded, text
+from ferrule.agent.exceptions import ToolDefinitionError
+from ferrule.agent.exceptions import ToolRetriesExceeded
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from tests.support.scripts import Script
+from tests.support.scripts import recorded
+from tests.support.scripts import text
 
 from ._support import parts_at
 

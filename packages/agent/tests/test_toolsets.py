@@ -9,13 +9,25 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Approved, Paused, RunContext, Tool
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
 from ferrule.agent.exceptions import ToolDefinitionError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.agent.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
-from ferrule.core.messages import Message, ModelResponse, ToolCallPart, ToolReturnPart
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.toolsets import AbstractToolset
+from ferrule.agent.toolsets import CombinedToolset
+from ferrule.agent.toolsets import FunctionToolset
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import ToolDefinition
-from tests.support.scripts import Script, call, text
+from tests.support.scripts import Script
+from tests.support.scripts import call
+from tests.support.scripts import text
 
 from ._support import request_parts
 

@@ -13,39 +13,41 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
 from ferrule.core.conformance import replay
-from ferrule.core.errors import BadRequestError, ProviderError
-from ferrule.core.messages import (
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderError
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
 from ferrule.providers.anthropic import codec
 from ferrule.providers.anthropic.profiles import anthropic_profile
-from tests.support.cassettes import (
-    ANTHROPIC_FOLDERS,
-    SKIP_REASON,
-    Interaction,
-    cassette_root,
-    iter_interactions,
-)
+from tests.support.cassettes import ANTHROPIC_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

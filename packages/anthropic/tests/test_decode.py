@@ -7,23 +7,19 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-)
-from ferrule.core.messages import (
-    CompactionPart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
 from ferrule.providers.anthropic import codec
 
 

@@ -7,32 +7,38 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CompactionPart,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserPromptPart,
-)
-from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
-from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider, codec
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
+from ferrule.providers.anthropic import AnthropicModel
+from ferrule.providers.anthropic import AnthropicProvider
+from ferrule.providers.anthropic import codec
 
 SONNET = "claude-sonnet-4-5"
 OPUS_47 = "claude-opus-4-7"

@@ -8,10 +8,13 @@ recorded cassette bodies; runs are bounded (a few seconds) and derandomized.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from ferrule.core.codec import completed_response
@@ -19,7 +22,10 @@ from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

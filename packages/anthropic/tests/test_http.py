@@ -9,39 +9,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-    UrlPolicyError,
-    UserError,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.errors import UserError
 from ferrule.core.http import Timeouts
-from ferrule.core.messages import ModelRequest, ModelResponse, UploadedFile, UserPromptPart
-from ferrule.core.model import ModelCall, ModelStreamEvent, PartDeltaEvent, ResponseCompleted, ToolDefinition
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.anthropic import (
-    AnthropicFile,
-    AnthropicModel,
-    AnthropicProvider,
-    DiscoveryLimits,
-    FileLimits,
-    FileNotDownloadableError,
-    codec,
-)
+from ferrule.providers.anthropic import AnthropicFile
+from ferrule.providers.anthropic import AnthropicModel
+from ferrule.providers.anthropic import AnthropicProvider
+from ferrule.providers.anthropic import DiscoveryLimits
+from ferrule.providers.anthropic import FileLimits
+from ferrule.providers.anthropic import FileNotDownloadableError
+from ferrule.providers.anthropic import codec
 from tests.support import http_server
-from tests.support.cassettes import Interaction, iter_interactions, require_cassettes
-from tests.support.http_server import Conn, Handler, LocalServer, Request
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import iter_interactions
+from tests.support.cassettes import require_cassettes
+from tests.support.http_server import Conn
+from tests.support.http_server import Handler
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
 
 pytestmark = pytest.mark.anyio
 

@@ -6,18 +6,24 @@ import importlib.metadata
 
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import DocumentUrl, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider, infer_model
-from ferrule.providers.anthropic.profiles import (
-    UNKNOWN,
-    anthropic_profile,
-    model_profile,
-    normalize_model_name,
-)
+from ferrule.providers.anthropic import AnthropicModel
+from ferrule.providers.anthropic import AnthropicProvider
+from ferrule.providers.anthropic import infer_model
+from ferrule.providers.anthropic.profiles import UNKNOWN
+from ferrule.providers.anthropic.profiles import anthropic_profile
+from ferrule.providers.anthropic.profiles import model_profile
+from ferrule.providers.anthropic.profiles import normalize_model_name
 from tests.support.imports import loaded_by
 
 

@@ -11,35 +11,34 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.conformance import assert_same_response, check_stream, feed_sse
-from ferrule.core.errors import (
-    BadRequestError,
-    ProviderError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-)
-from ferrule.core.messages import (
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-)
-from ferrule.core.model import (
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ThinkingPartDelta,
-    ToolCallPartDelta,
-)
+from ferrule.core.conformance import assert_same_response
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import feed_sse
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ThinkingPartDelta
+from ferrule.core.model import ToolCallPartDelta
 from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import ANTHROPIC_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import ANTHROPIC_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 START: dict[str, Any] = {
     "type": "message_start",

@@ -10,33 +10,33 @@ sizes, errors included.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import msgspec
 import pytest
 
 from ferrule.core.errors import ProviderError
-from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted, TextPartDelta
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
 from ferrule.core.sse import SseEvent
 from ferrule.providers.anthropic import _decode
 from ferrule.providers.anthropic.codec import StreamDecoder
-from tests.support.cassettes import (
-    ANTHROPIC_FOLDERS,
-    SKIP_REASON,
-    Interaction,
-    cassette_root,
-    iter_interactions,
-)
-from tests.support.fast_path import (
-    BATCH_SIZES,
-    Counted,
-    batched_failure,
-    comparable,
-    decode_all,
-    decode_batched,
-    rewritten,
-)
+from tests.support.cassettes import ANTHROPIC_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.fast_path import BATCH_SIZES
+from tests.support.fast_path import Counted
+from tests.support.fast_path import batched_failure
+from tests.support.fast_path import comparable
+from tests.support.fast_path import decode_all
+from tests.support.fast_path import decode_batched
+from tests.support.fast_path import rewritten
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

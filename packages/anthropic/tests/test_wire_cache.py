@@ -12,39 +12,38 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import replay
-from ferrule.core.messages import (
-    CachePoint,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserPromptPart,
-)
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
 from ferrule.providers.anthropic import codec
-from tests.support.cassettes import ANTHROPIC_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import (
-    Marking,
-    assert_every_step_identical,
-    edit_answer,
-    elide_tool_returns,
-    one_long_history,
-    replayed,
-)
+from tests.support.cassettes import ANTHROPIC_FOLDERS
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.wire_cache import Marking
+from tests.support.wire_cache import assert_every_step_identical
+from tests.support.wire_cache import edit_answer
+from tests.support.wire_cache import elide_tool_returns
+from tests.support.wire_cache import one_long_history
+from tests.support.wire_cache import replayed
 
 MODEL = "claude-sonnet-4-5"
 
@@ -234,7 +233,8 @@ def test_recorded_answers_replayed_as_one_long_history() -> None:
 
 
 def test_a_model_keeps_one_cache_across_its_requests() -> None:
-    from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider
+    from ferrule.providers.anthropic import AnthropicModel
+    from ferrule.providers.anthropic import AnthropicProvider
 
     model = AnthropicModel(MODEL, provider=AnthropicProvider(api_key="sk-ant-test-0000"))
     assert model.wire_cache is model.wire_cache

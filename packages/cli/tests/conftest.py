@@ -15,14 +15,19 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.http_server import Conn, Request, Serve, serve_with
+from tests.support.http_server import Conn
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
+from tests.support.http_server import serve_with
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = "openai-chat:gpt-4.1-mini"

@@ -11,7 +11,13 @@ from pathlib import Path
 from ferrule.cli._chat import PROMPT
 from ferrule.core import history
 
-from .conftest import DEPLOY_TOOL_PY, Calls, Hang, ScriptedModel, Terminal, Text, needs_program
+from .conftest import DEPLOY_TOOL_PY
+from .conftest import Calls
+from .conftest import Hang
+from .conftest import ScriptedModel
+from .conftest import Terminal
+from .conftest import Text
+from .conftest import needs_program
 
 Scripted = Callable[..., ScriptedModel]
 

@@ -9,7 +9,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import KEY_ENV, Cli, ScriptedModel, clean_env, needs_program
+from .conftest import KEY_ENV
+from .conftest import Cli
+from .conftest import ScriptedModel
+from .conftest import clean_env
+from .conftest import needs_program
 
 Scripted = Callable[..., ScriptedModel]
 

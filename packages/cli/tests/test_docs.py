@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import ROOT, clean_env
+from .conftest import ROOT
+from .conftest import clean_env
 
 PAGE = ROOT / "docs" / "cli.md"
 _BLOCK = re.compile(r"(?:<!-- file: (?P<file>[^ ]+) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```\n", re.S)

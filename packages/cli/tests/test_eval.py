@@ -12,7 +12,10 @@ from typing import Any
 
 from ferrule.evals import load_report_file
 
-from .conftest import Cli, ScriptedModel, Text, clean_env
+from .conftest import Cli
+from .conftest import ScriptedModel
+from .conftest import Text
+from .conftest import clean_env
 
 Scripted = Callable[..., ScriptedModel]
 

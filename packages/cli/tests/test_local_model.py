@@ -10,7 +10,8 @@ import pytest
 
 from ferrule.providers.llamacpp import cached_model_path
 
-from .conftest import Terminal, needs_program
+from .conftest import Terminal
+from .conftest import needs_program
 
 MODEL = "qwen2.5-coder-0.5b"
 

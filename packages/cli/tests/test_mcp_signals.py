@@ -13,7 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .conftest import Calls, Cli, Hang, ScriptedModel, Text, clean_env
+from .conftest import Calls
+from .conftest import Cli
+from .conftest import Hang
+from .conftest import ScriptedModel
+from .conftest import Text
+from .conftest import clean_env
 
 Scripted = Callable[..., ScriptedModel]
 

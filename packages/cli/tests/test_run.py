@@ -11,7 +11,15 @@ import pytest
 
 from ferrule.core import history
 
-from .conftest import DEPLOY_TOOL_PY, KEY_ENV, MODEL, Calls, Cli, Fail, ScriptedModel, Text, clean_env
+from .conftest import DEPLOY_TOOL_PY
+from .conftest import KEY_ENV
+from .conftest import MODEL
+from .conftest import Calls
+from .conftest import Cli
+from .conftest import Fail
+from .conftest import ScriptedModel
+from .conftest import Text
+from .conftest import clean_env
 
 Scripted = Callable[..., ScriptedModel]
 

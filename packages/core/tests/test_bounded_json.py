@@ -11,20 +11,20 @@ import json
 import random
 import subprocess
 import sys
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 import pytest
 
 from ferrule.core import bounded_json as bj
-from ferrule.core.bounded_json import (
-    JsonError,
-    JsonLimitError,
-    JsonLimits,
-    JsonTypeError,
-    MalformedJsonError,
-)
-from ferrule.core.errors import FerruleError, ResponseDecodeError
+from ferrule.core.bounded_json import JsonError
+from ferrule.core.bounded_json import JsonLimitError
+from ferrule.core.bounded_json import JsonLimits
+from ferrule.core.bounded_json import JsonTypeError
+from ferrule.core.bounded_json import MalformedJsonError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import ResponseDecodeError
 
 WIDE = JsonLimits(
     max_bytes=1 << 30,
@@ -581,7 +581,8 @@ def test_agrees_with_reference_measurement(seed: int) -> None:
 
 def _recorded_bodies() -> list[bytes]:
     try:
-        from tests.support.cassettes import cassette_root, iter_interactions
+        from tests.support.cassettes import cassette_root
+        from tests.support.cassettes import iter_interactions
     except ImportError:  # pyyaml is a workspace test dependency, not one of ferrule-core's
         return []
     if cassette_root() is None:

@@ -5,16 +5,22 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from ferrule.core import bounded_json
-from ferrule.core.bounded_json import JsonLimitError, JsonLimits
-from ferrule.core.bounded_yaml import YamlError, YamlProblem, dump_yaml, load_yaml
+from ferrule.core.bounded_json import JsonLimitError
+from ferrule.core.bounded_json import JsonLimits
+from ferrule.core.bounded_yaml import YamlError
+from ferrule.core.bounded_yaml import YamlProblem
+from ferrule.core.bounded_yaml import dump_yaml
+from ferrule.core.bounded_yaml import load_yaml
 
 WIDE = bounded_json.CLI_CONFIG
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from ferrule.core._clock import asyncio_loop, current_time
+from ferrule.core._clock import asyncio_loop
+from ferrule.core._clock import current_time
 
 pytestmark = pytest.mark.anyio
 

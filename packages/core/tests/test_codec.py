@@ -2,39 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from ferrule.core._test_codec import FerruleTestCodec, TestStreamDecoder
-from ferrule.core.codec import CodecModel, StreamDecoder, WireRequest, completed_response
-from ferrule.core.conformance import (
-    ConformanceError,
-    Interaction,
-    assert_same_response,
-    check_stream,
-    feed_sse,
-    load_cassette,
-    replay,
-)
-from ferrule.core.errors import ContentFilterError, ResponseDecodeError
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
-from ferrule.core.model import (
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-)
+from ferrule.core._test_codec import FerruleTestCodec
+from ferrule.core._test_codec import TestStreamDecoder
+from ferrule.core.codec import CodecModel
+from ferrule.core.codec import StreamDecoder
+from ferrule.core.codec import WireRequest
+from ferrule.core.codec import completed_response
+from ferrule.core.conformance import ConformanceError
+from ferrule.core.conformance import Interaction
+from ferrule.core.conformance import assert_same_response
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import feed_sse
+from ferrule.core.conformance import load_cassette
+from ferrule.core.conformance import replay
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, QueryParams
+from ferrule.core.provider import Provider
+from ferrule.core.provider import QueryParams
 from ferrule.core.settings import ModelSettings
 from ferrule.core.sse import SseEvent
-from tests.support.http_server import Conn, LocalServer, Request, json_reply, sse_reply
+from tests.support.http_server import Conn
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
+from tests.support.http_server import json_reply
+from tests.support.http_server import sse_reply
 
 Serve = Callable[..., LocalServer]
 

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import typing
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, ConfigRecordPart, never_sent
-from ferrule.core.messages import (
-    CapabilityLoadDeltaPart,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
-    ModelRequestPart,
-    ModelSettingsDeltaPart,
-    ToolAvailabilityDeltaPart,
-    UserPromptPart,
-)
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH
+from ferrule.core.codec_parts import ConfigRecordPart
+from ferrule.core.codec_parts import never_sent
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import InstructionBaselinePart
+from ferrule.core.messages import InstructionDeltaPart
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelSettingsDeltaPart
+from ferrule.core.messages import ToolAvailabilityDeltaPart
+from ferrule.core.messages import UserPromptPart
 
 RECORDS: list[ConfigRecordPart] = [
     ToolAvailabilityDeltaPart(tools_added=["lookup"]),

@@ -1,36 +1,41 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import anyio
 import pytest
 
-from ferrule.core.composition import TRANSIENT_CATEGORIES, FallbackExhausted, FallbackModel, SelectorModel
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ContentFilterError,
-    ErrorCategory,
-    ProviderConnectionError,
-    ProviderError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-    UnsupportedFeatureError,
-    UserError,
-)
-from ferrule.core.messages import ModelRequest, ModelRequestAttempt, ModelResponse, TextPart
-from ferrule.core.model import (
-    Model,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.composition import TRANSIENT_CATEGORIES
+from ferrule.core.composition import FallbackExhausted
+from ferrule.core.composition import FallbackModel
+from ferrule.core.composition import SelectorModel
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderConnectionError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestAttempt
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 

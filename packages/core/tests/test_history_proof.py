@@ -11,7 +11,12 @@ import pytest
 
 from ferrule.core.codec import WireCache
 from ferrule.core.errors import UnsupportedFeatureError
-from ferrule.core.messages import ImageUrl, Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
 from ferrule.core.profile import ModelProfile
 

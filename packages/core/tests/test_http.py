@@ -6,29 +6,25 @@ import json
 
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ErrorCategory,
-    ProviderTimeoutError,
-    RateLimitError,
-    ServerError,
-)
-from ferrule.core.http import (
-    MAX_REQUEST_ID_LENGTH,
-    REQUEST_ID_HEADERS,
-    ErrorBodyPolicy,
-    HttpLimits,
-    HttpResponse,
-    Timeouts,
-    classify_status,
-    error_from_response,
-    parse_error_body,
-    parse_retry_after,
-    redact_headers,
-    redact_text,
-    request_id_from_headers,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ServerError
+from ferrule.core.http import MAX_REQUEST_ID_LENGTH
+from ferrule.core.http import REQUEST_ID_HEADERS
+from ferrule.core.http import ErrorBodyPolicy
+from ferrule.core.http import HttpLimits
+from ferrule.core.http import HttpResponse
+from ferrule.core.http import Timeouts
+from ferrule.core.http import classify_status
+from ferrule.core.http import error_from_response
+from ferrule.core.http import parse_error_body
+from ferrule.core.http import parse_retry_after
+from ferrule.core.http import redact_headers
+from ferrule.core.http import redact_text
+from ferrule.core.http import request_id_from_headers
 
 SECRET = "sk-test-SENTINEL-0123456789abcdef"
 

@@ -8,23 +8,25 @@ import enum
 import json
 import subprocess
 import sys
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated
+from typing import Any
+from typing import Literal
+from typing import TypedDict
 
 import msgspec
 import pytest
 
 from ferrule.core import bounded_json
 from ferrule.core import json_schema as js
-from ferrule.core.errors import FerruleError, UserError
-from ferrule.core.json_schema import (
-    InvalidJsonSchemaError,
-    JsonSchemaError,
-    SchemaValidationError,
-    UnsupportedJsonSchemaError,
-    check_schema,
-    compile_validator,
-    schema_for,
-)
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
+from ferrule.core.json_schema import InvalidJsonSchemaError
+from ferrule.core.json_schema import JsonSchemaError
+from ferrule.core.json_schema import SchemaValidationError
+from ferrule.core.json_schema import UnsupportedJsonSchemaError
+from ferrule.core.json_schema import check_schema
+from ferrule.core.json_schema import compile_validator
+from ferrule.core.json_schema import schema_for
 
 
 def test_dialect() -> None:

@@ -1,32 +1,31 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import get_args
 
 import msgspec
 import pytest
 
-from ferrule.core.messages import (
-    BinaryContent,
-    CachePoint,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    replayable_to,
-)
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import replayable_to
 from ferrule.core.usage import RequestUsage
 
 TS = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)

@@ -1,20 +1,22 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 
 import pytest
 
-from ferrule.core.errors import ResponseDecodeError, UnsupportedFeatureError
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
-from ferrule.core.model import (
-    Model,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 
 from ._support import FixedModel

@@ -3,8 +3,15 @@ from __future__ import annotations
 import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError
-from ferrule.core.messages import BinaryContent, ImageUrl, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 

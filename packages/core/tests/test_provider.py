@@ -17,26 +17,29 @@ import anyio
 import httpx2
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ContentFilterError,
-    ErrorCategory,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ResponseTooLargeError,
-    ServerError,
-    UrlPolicyError,
-)
-from ferrule.core.http import ErrorBodyPolicy, HttpLimits, Timeouts
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderConnectionError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ResponseTooLargeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.http import ErrorBodyPolicy
+from ferrule.core.http import HttpLimits
+from ferrule.core.http import Timeouts
 from ferrule.core.provider import Provider
 from ferrule.core.sse import SseEvent
 from ferrule.core.url_policy import UrlPolicy
-from tests.support.http_server import Conn, Handler, Request, json_reply
+from tests.support.http_server import Conn
+from tests.support.http_server import Handler
 from tests.support.http_server import LocalServer as Server
+from tests.support.http_server import Request
+from tests.support.http_server import json_reply
 
 KEY = "sk-SENTINEL-do-not-leak-0123456789"
 FAST = Timeouts(connect=2.0, first_byte=1.0, read=0.3, total=5.0)

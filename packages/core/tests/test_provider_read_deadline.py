@@ -7,12 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from ferrule.core.errors import ProviderTimeoutError, ResponseTooLargeError
-from ferrule.core.http import HttpLimits, Timeouts
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import ResponseTooLargeError
+from ferrule.core.http import HttpLimits
+from ferrule.core.http import Timeouts
 from ferrule.core.provider import Provider
 from ferrule.core.url_policy import UrlPolicy
-from tests.support.http_server import Conn, Handler, Request
+from tests.support.http_server import Conn
+from tests.support.http_server import Handler
 from tests.support.http_server import LocalServer as Server
+from tests.support.http_server import Request
 
 READ = Timeouts(connect=2.0, first_byte=1.0, read=0.3, total=5.0)
 

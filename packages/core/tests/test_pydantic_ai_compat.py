@@ -17,57 +17,62 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from datetime import timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
+from typing import get_args
 
 import pytest
 
 from ferrule.core import history
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CapabilityLoadDeltaPart,
-    CompactionPart,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
-    InstructionDigest,
-    InstructionPart,
-    Message,
-    ModelRequest,
-    ModelRequestAttempt,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    ModelSettingsDeltaPart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryInfo,
-    RetryPromptPart,
-    SpeechPart,
-    SpeechTimestamp,
-    StructuredContent,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolAvailabilityDeltaPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-    WorkspaceRef,
-)
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import InstructionBaselinePart
+from ferrule.core.messages import InstructionDeltaPart
+from ferrule.core.messages import InstructionDigest
+from ferrule.core.messages import InstructionPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestAttempt
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import ModelSettingsDeltaPart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryFeedbackPart
+from ferrule.core.messages import RetryInfo
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SpeechPart
+from ferrule.core.messages import SpeechTimestamp
+from ferrule.core.messages import StructuredContent
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolAvailabilityDeltaPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.messages import WorkspaceRef
 from ferrule.core.usage import RequestUsage
-from tests.support.pydantic_ai_env import ENV_VAR, SKIP_REASON, pydantic_ai_python, run_corpus_tool
+from tests.support.pydantic_ai_env import ENV_VAR
+from tests.support.pydantic_ai_env import SKIP_REASON
+from tests.support.pydantic_ai_env import pydantic_ai_python
+from tests.support.pydantic_ai_env import run_corpus_tool
 
 
 @pytest.fixture(scope="module")

@@ -10,36 +10,41 @@ import base64
 import json
 import logging
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import pytest
 
-from ferrule.core.errors import (
-    BadRequestError,
-    InvalidCredentialError,
-    ProviderError,
-    ResponseDecodeError,
-    ServerError,
-    UserError,
-)
-from ferrule.core.http import Timeouts, redact_text
-from ferrule.core.messages import ModelRequest, ModelResponse
-from ferrule.core.model import ModelCall, ModelStreamEvent
-from ferrule.core.provider import Provider, redacts_errors
-from ferrule.core.redaction import (
-    HTTP_LOGGERS,
-    MIN_SECRET_CHARS,
-    REDACTED,
-    Redactor,
-    check_credential,
-    check_header_value,
-)
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import InvalidCredentialError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UserError
+from ferrule.core.http import Timeouts
+from ferrule.core.http import redact_text
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.provider import Provider
+from ferrule.core.provider import redacts_errors
+from ferrule.core.redaction import HTTP_LOGGERS
+from ferrule.core.redaction import MIN_SECRET_CHARS
+from ferrule.core.redaction import REDACTED
+from ferrule.core.redaction import Redactor
+from ferrule.core.redaction import check_credential
+from ferrule.core.redaction import check_header_value
 from ferrule.core.url_policy import UrlPolicy
-from tests.support.http_server import Conn, Handler, Request
+from tests.support.http_server import Conn
+from tests.support.http_server import Handler
 from tests.support.http_server import LocalServer as Server
-from tests.support.leaks import exception_texts, find_leaks, log_texts
+from tests.support.http_server import Request
+from tests.support.leaks import exception_texts
+from tests.support.leaks import find_leaks
+from tests.support.leaks import log_texts
 
 from ._support import FixedModel
 

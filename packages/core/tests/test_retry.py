@@ -7,36 +7,32 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ErrorCategory,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-)
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
-from ferrule.core.model import (
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderConnectionError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
 from ferrule.core.profile import ModelProfile
-from ferrule.core.retry import (
-    DEFAULT_RETRY_CATEGORIES,
-    DeadlineExceededError,
-    RetryBudget,
-    RetryEvent,
-    RetryPolicy,
-    request_with_retry,
-    stream_with_retry,
-)
+from ferrule.core.retry import DEFAULT_RETRY_CATEGORIES
+from ferrule.core.retry import DeadlineExceededError
+from ferrule.core.retry import RetryBudget
+from ferrule.core.retry import RetryEvent
+from ferrule.core.retry import RetryPolicy
+from ferrule.core.retry import request_with_retry
+from ferrule.core.retry import stream_with_retry
 from ferrule.core.settings import ModelSettings
 
 from ._support import FixedModel

@@ -3,7 +3,10 @@ from __future__ import annotations
 import pytest
 
 from ferrule.core.errors import UserError
-from ferrule.core.settings import ModelSettings, ProviderExtraBody, merge_settings, validate_request_headers
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
+from ferrule.core.settings import merge_settings
+from ferrule.core.settings import validate_request_headers
 
 
 def test_merge_order_model_agent_run() -> None:

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrule.core.errors import ErrorCategory, ResponseTooLargeError
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ResponseTooLargeError
+from ferrule.core.sse import SseEvent
+from ferrule.core.sse import SseParser
 
 
 def parse(*chunks: bytes, parser: SseParser | None = None) -> list[SseEvent]:

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from ferrule.core.messages import NativeToolReturnPart, TextPart, ThinkingPart, ToolCallPart
-from ferrule.core.model import (
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    TextPartDelta,
-    ThinkingPartDelta,
-    ToolCallPartDelta,
-)
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ThinkingPartDelta
+from ferrule.core.model import ToolCallPartDelta
 from ferrule.core.streaming import ResponseBuilder
 
 

@@ -4,9 +4,14 @@ import msgspec
 import pytest
 
 from ferrule.core import _test_codec as codec
-from ferrule.core.conformance import AWKWARD_CHUNK_SIZES, assert_same_response, check_stream, feed_sse
+from ferrule.core.conformance import AWKWARD_CHUNK_SIZES
+from ferrule.core.conformance import assert_same_response
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import feed_sse
 from ferrule.core.errors import ResponseDecodeError
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
 from ferrule.core.model import ModelCall
 
 

@@ -6,8 +6,10 @@ import httpx2
 import msgspec
 import pytest
 
-from ferrule.core.errors import UrlPolicyError, UserError
-from ferrule.core.url_policy import UrlPolicy, redact_url
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.errors import UserError
+from ferrule.core.url_policy import UrlPolicy
+from ferrule.core.url_policy import redact_url
 
 DEFAULT = UrlPolicy()
 

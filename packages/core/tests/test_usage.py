@@ -5,7 +5,10 @@ from decimal import Decimal
 import msgspec
 import pytest
 
-from ferrule.core.usage import RequestUsage, RunUsage, UsageLimitExceeded, UsageLimits
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
 
 
 def test_request_usage_adds_inclusive_counters() -> None:

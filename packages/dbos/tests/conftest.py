@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.durable.dbos import DatabaseUrl, database_url
+from ferrule.durable.dbos import DatabaseUrl
+from ferrule.durable.dbos import database_url
 from tests.support.chat_server import chat_server
-from tests.support.postgres import PostgresCluster, postgres_cluster
+from tests.support.postgres import PostgresCluster
+from tests.support.postgres import postgres_cluster
 
 __all__ = ["chat_server", "database", "postgres_cluster"]
 

@@ -11,13 +11,23 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
-from ferrule.agent import Agent, Approved, DeferredCall
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import DeferredCall
 from ferrule.agent.durable import DurableError
 from ferrule.agent.testing import TestModel
-from ferrule.durable.dbos import DatabaseUrl, DBOSAgent, PendingApproval, database_url
-from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
-from tests.support.crash import Worker, effects
-from tests.support.crash_runs import THREE_STEPS, killed_mid_stream
+from ferrule.durable.dbos import DatabaseUrl
+from ferrule.durable.dbos import DBOSAgent
+from ferrule.durable.dbos import PendingApproval
+from ferrule.durable.dbos import database_url
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import Hold
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.crash import Worker
+from tests.support.crash import effects
+from tests.support.crash_runs import THREE_STEPS
+from tests.support.crash_runs import killed_mid_stream
 
 from .conftest import WORKERS
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.durable.dbos import DatabaseUrlError, database_url
+from ferrule.durable.dbos import DatabaseUrlError
+from ferrule.durable.dbos import database_url
 
 
 def test_a_path_is_a_sqlite_file(tmp_path: Path) -> None:

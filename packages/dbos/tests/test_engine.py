@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ferrule.durable.dbos import DatabaseUrl
-from tests.support.crash import Worker, effects
+from tests.support.crash import Worker
+from tests.support.crash import effects
 
 from .conftest import WORKERS
 

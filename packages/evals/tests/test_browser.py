@@ -21,11 +21,24 @@ from typing import Any
 import pytest
 
 from ferrule.agent import Agent
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from ferrule.core.usage import RequestUsage, RunUsage
-from ferrule.evals import Case, Dataset, ExactMatch, ExecutionOptions, Report, compare_reports, evaluator
-from tests.support.browser import HEADLESS_FLAGS, unavailable
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import RunUsage
+from ferrule.evals import Case
+from ferrule.evals import Dataset
+from ferrule.evals import ExactMatch
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import Report
+from ferrule.evals import compare_reports
+from ferrule.evals import evaluator
+from tests.support.browser import HEADLESS_FLAGS
+from tests.support.browser import unavailable
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 OFFLINE_FLAGS = [*HEADLESS_FLAGS, "--disable-extensions", "--hide-scrollbars"]

@@ -10,19 +10,17 @@ from typing import Any
 import pytest
 
 from ferrule.core.usage import RunUsage
-from ferrule.evals import (
-    CI_FORMAT,
-    EXIT_PASS,
-    EXIT_REGRESSION,
-    Analysis,
-    CaseIdentityMismatch,
-    CaseResult,
-    DuplicateEntry,
-    EvaluationResult,
-    Report,
-    ReportCase,
-    compare_reports,
-)
+from ferrule.evals import CI_FORMAT
+from ferrule.evals import EXIT_PASS
+from ferrule.evals import EXIT_REGRESSION
+from ferrule.evals import Analysis
+from ferrule.evals import CaseIdentityMismatch
+from ferrule.evals import CaseResult
+from ferrule.evals import DuplicateEntry
+from ferrule.evals import EvaluationResult
+from ferrule.evals import Report
+from ferrule.evals import ReportCase
+from ferrule.evals import compare_reports
 
 GOLDEN = Path(__file__).parent / "golden" / "ci_comparison.json"
 

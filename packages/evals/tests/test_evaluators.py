@@ -9,15 +9,13 @@ import pytest
 
 from ferrule.core import bounded_json
 from ferrule.core.usage import RunUsage
-from ferrule.evals import (
-    Case,
-    Contains,
-    EvaluationResult,
-    ExactMatch,
-    FunctionEvaluator,
-    ValidJson,
-    evaluator,
-)
+from ferrule.evals import Case
+from ferrule.evals import Contains
+from ferrule.evals import EvaluationResult
+from ferrule.evals import ExactMatch
+from ferrule.evals import FunctionEvaluator
+from ferrule.evals import ValidJson
+from ferrule.evals import evaluator
 
 USAGE = RunUsage()
 

@@ -14,20 +14,21 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from ferrule.evals import (
-    compare_reports,
-    dump_report_json,
-    dump_report_yaml,
-    load_dataset_file,
-    load_report_file,
-    load_report_json,
-    load_report_yaml,
-)
-from tests.support.examples import EXAMPLES, needs_examples, run_example
+from ferrule.evals import compare_reports
+from ferrule.evals import dump_report_json
+from ferrule.evals import dump_report_yaml
+from ferrule.evals import load_dataset_file
+from ferrule.evals import load_report_file
+from ferrule.evals import load_report_json
+from ferrule.evals import load_report_yaml
+from tests.support.examples import EXAMPLES
+from tests.support.examples import needs_examples
+from tests.support.examples import run_example
 
 LOCAL_MODEL = "qwen2.5-coder-0.5b"
 
@@ -68,7 +69,8 @@ def local_model() -> Path:
         # ferrule-evals does not depend on it: the workspace environment (`hatch run test`) runs this
         # test, the package's isolated environment does not install the local server.
         pytest.skip("ferrule-llamacpp is not installed (it is in the workspace environment)")
-    from ferrule.providers.llamacpp import ModelDownloadError, ensure_model
+    from ferrule.providers.llamacpp import ModelDownloadError
+    from ferrule.providers.llamacpp import ensure_model
 
     try:
         return ensure_model(LOCAL_MODEL)

@@ -13,43 +13,41 @@ import msgspec
 import pytest
 
 from ferrule.core.usage import RunUsage
-from ferrule.evals import (
-    DOCUMENT_LIMITS,
-    AmbiguousEvaluator,
-    Analysis,
-    Case,
-    CaseResult,
-    Contains,
-    Dataset,
-    DuplicateEvaluatorName,
-    EvalConfigError,
-    EvaluationResult,
-    EvaluatorRegistry,
-    ExactMatch,
-    HasSpan,
-    InvalidEvalDocument,
-    MinPassRate,
-    Report,
-    ReportCase,
-    RunOptions,
-    SpanEvent,
-    SpanRecord,
-    UnknownEvaluator,
-    UnserializableValue,
-    UnsupportedCaseOptions,
-    ValidJson,
-    dump_dataset_json,
-    dump_dataset_yaml,
-    dump_report_json,
-    dump_report_yaml,
-    load_dataset_file,
-    load_dataset_json,
-    load_dataset_yaml,
-    load_report_file,
-    load_report_json,
-    load_report_yaml,
-    save_report,
-)
+from ferrule.evals import DOCUMENT_LIMITS
+from ferrule.evals import AmbiguousEvaluator
+from ferrule.evals import Analysis
+from ferrule.evals import Case
+from ferrule.evals import CaseResult
+from ferrule.evals import Contains
+from ferrule.evals import Dataset
+from ferrule.evals import DuplicateEvaluatorName
+from ferrule.evals import EvalConfigError
+from ferrule.evals import EvaluationResult
+from ferrule.evals import EvaluatorRegistry
+from ferrule.evals import ExactMatch
+from ferrule.evals import HasSpan
+from ferrule.evals import InvalidEvalDocument
+from ferrule.evals import MinPassRate
+from ferrule.evals import Report
+from ferrule.evals import ReportCase
+from ferrule.evals import RunOptions
+from ferrule.evals import SpanEvent
+from ferrule.evals import SpanRecord
+from ferrule.evals import UnknownEvaluator
+from ferrule.evals import UnserializableValue
+from ferrule.evals import UnsupportedCaseOptions
+from ferrule.evals import ValidJson
+from ferrule.evals import dump_dataset_json
+from ferrule.evals import dump_dataset_yaml
+from ferrule.evals import dump_report_json
+from ferrule.evals import dump_report_yaml
+from ferrule.evals import load_dataset_file
+from ferrule.evals import load_dataset_json
+from ferrule.evals import load_dataset_yaml
+from ferrule.evals import load_report_file
+from ferrule.evals import load_report_json
+from ferrule.evals import load_report_yaml
+from ferrule.evals import save_report
 from ferrule.evals._io import _UsageDoc
 
 REGISTRY = EvaluatorRegistry([HasSpan(prefix="chat ", evaluator_name="chats"), MinPassRate(0.8)])

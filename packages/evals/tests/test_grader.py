@@ -8,23 +8,30 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, TextOutput
-from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from ferrule.core.usage import RequestUsage, RunUsage
-from ferrule.evals import (
-    GRADER_INSTRUCTIONS,
-    MAX_REASON_CHARS,
-    Case,
-    Dataset,
-    EvaluationResult,
-    ExecutionOptions,
-    GraderOutput,
-    InvalidGraderOutput,
-    InvalidGraderScore,
-    ModelGrader,
-    RetryPolicy,
-)
+from ferrule.agent import Agent
+from ferrule.agent import TextOutput
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import RunUsage
+from ferrule.evals import GRADER_INSTRUCTIONS
+from ferrule.evals import MAX_REASON_CHARS
+from ferrule.evals import Case
+from ferrule.evals import Dataset
+from ferrule.evals import EvaluationResult
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import GraderOutput
+from ferrule.evals import InvalidGraderOutput
+from ferrule.evals import InvalidGraderScore
+from ferrule.evals import ModelGrader
+from ferrule.evals import RetryPolicy
 
 pytestmark = pytest.mark.anyio
 

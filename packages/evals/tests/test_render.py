@@ -13,18 +13,16 @@ import pytest
 from rich.console import Console
 
 from ferrule.core.usage import RunUsage
-from ferrule.evals import (
-    Case,
-    CaseResult,
-    Dataset,
-    EvalEvent,
-    EvaluationResult,
-    ExecutionOptions,
-    Report,
-    ReportCase,
-    compare_reports,
-    evaluator,
-)
+from ferrule.evals import Case
+from ferrule.evals import CaseResult
+from ferrule.evals import Dataset
+from ferrule.evals import EvalEvent
+from ferrule.evals import EvaluationResult
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import Report
+from ferrule.evals import ReportCase
+from ferrule.evals import compare_reports
+from ferrule.evals import evaluator
 from ferrule.evals._progress import Progress
 
 pytestmark = pytest.mark.anyio

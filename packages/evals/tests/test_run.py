@@ -11,40 +11,48 @@ import anyio
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, AgentRunResult, Pricing, RunContext
-from ferrule.agent.testing import AgentInfo, FunctionModel, TestModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Pricing
+from ferrule.agent import RunContext
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.agent.testing import TestModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RequestUsage, RunUsage
-from ferrule.evals import (
-    MAX_CASES,
-    MAX_RUNS,
-    Analysis,
-    Case,
-    Contains,
-    Dataset,
-    DuplicateCaseName,
-    DuplicateEvaluatorName,
-    EvalEvent,
-    EvaluationResult,
-    ExactMatch,
-    ExecutionOptions,
-    FunctionEvaluator,
-    InvalidCase,
-    InvalidEvaluationResult,
-    InvalidExecutionOptions,
-    InvalidReportAnalysis,
-    MeanScore,
-    MinPassRate,
-    Report,
-    ReportEvaluator,
-    RetryEvent,
-    RetryPolicy,
-    RunOptions,
-    dump_report_json,
-    evaluator,
-    load_report_json,
-)
+from ferrule.core.usage import RequestUsage
+from ferrule.core.usage import RunUsage
+from ferrule.evals import MAX_CASES
+from ferrule.evals import MAX_RUNS
+from ferrule.evals import Analysis
+from ferrule.evals import Case
+from ferrule.evals import Contains
+from ferrule.evals import Dataset
+from ferrule.evals import DuplicateCaseName
+from ferrule.evals import DuplicateEvaluatorName
+from ferrule.evals import EvalEvent
+from ferrule.evals import EvaluationResult
+from ferrule.evals import ExactMatch
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import FunctionEvaluator
+from ferrule.evals import InvalidCase
+from ferrule.evals import InvalidEvaluationResult
+from ferrule.evals import InvalidExecutionOptions
+from ferrule.evals import InvalidReportAnalysis
+from ferrule.evals import MeanScore
+from ferrule.evals import MinPassRate
+from ferrule.evals import Report
+from ferrule.evals import ReportEvaluator
+from ferrule.evals import RetryEvent
+from ferrule.evals import RetryPolicy
+from ferrule.evals import RunOptions
+from ferrule.evals import dump_report_json
+from ferrule.evals import evaluator
+from ferrule.evals import load_report_json
 
 pytestmark = pytest.mark.anyio
 

@@ -18,34 +18,32 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider
 
-from ferrule.agent import Agent, InstrumentationSettings
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import InstrumentationSettings
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.usage import RequestUsage
-from ferrule.evals import (
-    Case,
-    Dataset,
-    EvaluationResult,
-    ExactMatch,
-    ExecutionOptions,
-    HasSpan,
-    RetryPolicy,
-    TraceContext,
-    TraceEvaluationRequiresTelemetry,
-    TraceEvaluator,
-    dump_report_json,
-    dump_report_yaml,
-    load_report_json,
-    load_report_yaml,
-)
+from ferrule.evals import Case
+from ferrule.evals import Dataset
+from ferrule.evals import EvaluationResult
+from ferrule.evals import ExactMatch
+from ferrule.evals import ExecutionOptions
+from ferrule.evals import HasSpan
+from ferrule.evals import RetryPolicy
+from ferrule.evals import TraceContext
+from ferrule.evals import TraceEvaluationRequiresTelemetry
+from ferrule.evals import TraceEvaluator
+from ferrule.evals import dump_report_json
+from ferrule.evals import dump_report_yaml
+from ferrule.evals import load_report_json
+from ferrule.evals import load_report_yaml
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.http_server import Request, Serve, serve_with
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
+from tests.support.http_server import serve_with
 
 
 class GoogleRequest(Request):

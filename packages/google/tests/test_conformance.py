@@ -16,36 +16,41 @@ import base64
 import collections
 import json
 import re
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
 from ferrule.core.conformance import replay
 from ferrule.core.errors import ContentFilterError
-from ferrule.core.messages import (
-    BinaryContent,
-    FilePart,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-    VideoUrl,
-)
-from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
 from ferrule.providers.google import decode_count_tokens
-from ferrule.providers.google.codec import (
-    EncodeOptions,
-    GoogleCodec,
-    build_request,
-)
-from tests.support.cassettes import GOOGLE_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
+from ferrule.providers.google.codec import EncodeOptions
+from ferrule.providers.google.codec import GoogleCodec
+from ferrule.providers.google.codec import build_request
+from tests.support.cassettes import GOOGLE_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 FOLDERS = GOOGLE_FOLDERS
 INTERACTIONS: list[Interaction] = list(iter_interactions(*FOLDERS))

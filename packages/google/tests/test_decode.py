@@ -8,31 +8,30 @@ from typing import Any
 import pytest
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ContentFilterError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-)
-from ferrule.core.messages import (
-    FilePart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-)
-from ferrule.core.model import PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted, TextPartDelta
-from ferrule.providers.google.codec import (
-    StreamDecoder,
-    decode_response,
-    decode_stream,
-    map_finish_reason,
-)
-from tests.support.sse import sse_body, sse_event
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.providers.google.codec import StreamDecoder
+from ferrule.providers.google.codec import decode_response
+from ferrule.providers.google.codec import decode_stream
+from ferrule.providers.google.codec import map_finish_reason
+from tests.support.sse import sse_body
+from tests.support.sse import sse_event
 
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
 

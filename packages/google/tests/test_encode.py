@@ -6,35 +6,37 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import (
-    BinaryContent,
-    CachePoint,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserPromptPart,
-    VideoUrl,
-)
-from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
-from ferrule.providers.google.codec import (
-    DUMMY_THOUGHT_SIGNATURE,
-    EncodeOptions,
-    build_request,
-    encode_request,
-)
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
+from ferrule.providers.google.codec import DUMMY_THOUGHT_SIGNATURE
+from ferrule.providers.google.codec import EncodeOptions
+from ferrule.providers.google.codec import build_request
+from ferrule.providers.google.codec import encode_request
 
 GLA = "google-gla"
 VERTEX = "google-vertex"

@@ -12,14 +12,26 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from ferrule.core.conformance import check_stream, feed_sse
-from ferrule.core.errors import ContentFilterError, ProviderError, ResponseDecodeError
-from ferrule.providers.google.codec import StreamDecoder, decode_response, decode_stream
-from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
-from tests.support.fuzz import JSON_VALUES, byte_damage, json_paths, parent_of
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import feed_sse
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.providers.google.codec import StreamDecoder
+from ferrule.providers.google.codec import decode_response
+from ferrule.providers.google.codec import decode_stream
+from tests.support.cassettes import GOOGLE_FOLDERS
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.fuzz import JSON_VALUES
+from tests.support.fuzz import byte_damage
+from tests.support.fuzz import json_paths
+from tests.support.fuzz import parent_of
 
 MAX_SEED_BYTES = 48 * 1024
 FUZZ = settings(

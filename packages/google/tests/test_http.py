@@ -8,38 +8,35 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ServerError,
-    UnsupportedFeatureError,
-    UserError,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
 from ferrule.core.http import Timeouts
-from ferrule.core.messages import ModelRequest, UploadedFile, UserPromptPart
-from ferrule.core.model import (
-    ModelCall,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-)
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.google import (
-    DiscoveryLimits,
-    FileLimits,
-    GoogleFile,
-    GoogleModel,
-    GoogleProvider,
-    VertexAIProvider,
-)
+from ferrule.providers.google import DiscoveryLimits
+from ferrule.providers.google import FileLimits
+from ferrule.providers.google import GoogleFile
+from ferrule.providers.google import GoogleModel
+from ferrule.providers.google import GoogleProvider
+from ferrule.providers.google import VertexAIProvider
 from ferrule.providers.google.codec import decode_stream
-from tests.support.cassettes import iter_interactions, require_cassettes
+from tests.support.cassettes import iter_interactions
+from tests.support.cassettes import require_cassettes
 from tests.support.http_server import Serve
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"

@@ -6,19 +6,24 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import BinaryContent, ModelRequest, UploadedFile, UserPromptPart
-from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.google import (
-    GoogleModel,
-    GoogleProvider,
-    VertexAIProvider,
-    family_of,
-    infer_model,
-    profile_for,
-    regional_api_base,
-)
+from ferrule.providers.google import GoogleModel
+from ferrule.providers.google import GoogleProvider
+from ferrule.providers.google import VertexAIProvider
+from ferrule.providers.google import family_of
+from ferrule.providers.google import infer_model
+from ferrule.providers.google import profile_for
+from ferrule.providers.google import regional_api_base
 from ferrule.providers.google import vertex as vertex_module
 from tests.support.imports import loaded_by
 

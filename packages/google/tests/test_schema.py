@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from ferrule.core.errors import UserError
-from ferrule.providers.google._schema import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES
-from ferrule.providers.google.codec import to_json_schema, to_openapi_schema
+from ferrule.providers.google._schema import MAX_SCHEMA_DEPTH
+from ferrule.providers.google._schema import MAX_SCHEMA_NODES
+from ferrule.providers.google.codec import to_json_schema
+from ferrule.providers.google.codec import to_openapi_schema
 
 PYDANTIC_NESTED: dict[str, Any] = {
     "$defs": {

@@ -12,34 +12,34 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from ferrule.core.codec import WireCache
-from ferrule.core.conformance import Interaction, replay
+from ferrule.core.conformance import Interaction
+from ferrule.core.conformance import replay
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
 from ferrule.providers.google.codec import GoogleCodec
-from tests.support.cassettes import GOOGLE_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import (
-    Marking,
-    assert_every_step_identical,
-    edit_answer,
-    elide_tool_returns,
-    one_long_history,
-    replayed,
-)
+from tests.support.cassettes import GOOGLE_FOLDERS
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.wire_cache import Marking
+from tests.support.wire_cache import assert_every_step_identical
+from tests.support.wire_cache import edit_answer
+from tests.support.wire_cache import elide_tool_returns
+from tests.support.wire_cache import one_long_history
+from tests.support.wire_cache import replayed
 
 MODEL = "gemini-2.5-flash"
 
@@ -134,7 +134,8 @@ def test_recorded_answers_replayed_as_one_long_history() -> None:
 
 
 def test_a_model_keeps_one_cache_across_its_requests() -> None:
-    from ferrule.providers.google import GoogleModel, GoogleProvider
+    from ferrule.providers.google import GoogleModel
+    from ferrule.providers.google import GoogleProvider
 
     model = GoogleModel(MODEL, provider=GoogleProvider(api_key="test-key-0000"))
     messages = history(6)

@@ -4,61 +4,59 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, assert_type
+from typing import Any
+from typing import assert_type
 
 import anyio
 import msgspec
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    AgentRunResult,
-    AgentStreamEvent,
-    Approved,
-    Denied,
-    HookEvent,
-    InstrumentationSettings,
-    RunContext,
-    RunCorrelation,
-    Tool,
-)
-from ferrule.agent.exceptions import DecisionError, RunCancelledError, RunTimeoutError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import AgentStreamEvent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import HookEvent
+from ferrule.agent import InstrumentationSettings
+from ferrule.agent import RunContext
+from ferrule.agent import RunCorrelation
+from ferrule.agent import Tool
+from ferrule.agent.exceptions import DecisionError
+from ferrule.agent.exceptions import RunCancelledError
+from ferrule.agent.exceptions import RunTimeoutError
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import RequestUsage
-from ferrule.graph import (
-    GraphBuilder,
-    GraphContext,
-    GraphInterrupted,
-    GraphRunStateError,
-    Interrupted,
-    InvalidFanOutError,
-    Join,
-    JsonCodec,
-    ParallelBranch,
-    RunOptions,
-    StepFailed,
-)
-from ferrule.graph.agent import (
-    AgentNodeEvent,
-    AgentRunOptions,
-    CancelToken,
-    Control,
-    Conversation,
-    agent_node,
-)
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphInterrupted
+from ferrule.graph import GraphRunStateError
+from ferrule.graph import Interrupted
+from ferrule.graph import InvalidFanOutError
+from ferrule.graph import Join
+from ferrule.graph import JsonCodec
+from ferrule.graph import ParallelBranch
+from ferrule.graph import RunOptions
+from ferrule.graph import StepFailed
+from ferrule.graph.agent import AgentNodeEvent
+from ferrule.graph.agent import AgentRunOptions
+from ferrule.graph.agent import CancelToken
+from ferrule.graph.agent import Control
+from ferrule.graph.agent import Conversation
+from ferrule.graph.agent import agent_node
 
 pytestmark = pytest.mark.anyio
 

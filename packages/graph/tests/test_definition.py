@@ -7,29 +7,27 @@ from typing import Any
 
 import pytest
 
-from ferrule.graph import (
-    DecisionResult,
-    DefinitionLimitError,
-    DuplicateBranchError,
-    DuplicateNodeError,
-    EdgeMetadata,
-    GraphBuilder,
-    GraphContext,
-    GraphDefinitionError,
-    GraphLimits,
-    IncompleteGraphError,
-    InvalidFanOutError,
-    InvalidMetadataError,
-    InvalidNodeNameError,
-    InvalidRouteError,
-    Join,
-    MissingRouteError,
-    NodeMetadata,
-    ParallelBranch,
-    SourceLocation,
-    UnknownNodeError,
-    UnreachableNodeError,
-)
+from ferrule.graph import DecisionResult
+from ferrule.graph import DefinitionLimitError
+from ferrule.graph import DuplicateBranchError
+from ferrule.graph import DuplicateNodeError
+from ferrule.graph import EdgeMetadata
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphDefinitionError
+from ferrule.graph import GraphLimits
+from ferrule.graph import IncompleteGraphError
+from ferrule.graph import InvalidFanOutError
+from ferrule.graph import InvalidMetadataError
+from ferrule.graph import InvalidNodeNameError
+from ferrule.graph import InvalidRouteError
+from ferrule.graph import Join
+from ferrule.graph import MissingRouteError
+from ferrule.graph import NodeMetadata
+from ferrule.graph import ParallelBranch
+from ferrule.graph import SourceLocation
+from ferrule.graph import UnknownNodeError
+from ferrule.graph import UnreachableNodeError
 
 Ctx = GraphContext[None, None]
 

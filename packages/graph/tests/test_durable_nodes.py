@@ -7,13 +7,21 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Agent, RunCorrelation
-from ferrule.agent.durable import Binding, DurableError, bind
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, TextPart
+from ferrule.agent import Agent
+from ferrule.agent import RunCorrelation
+from ferrule.agent.durable import Binding
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import bind
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
 from ferrule.graph import GraphBuilder
-from ferrule.graph.agent import AgentRunOptions, agent_node
-from tests.support.durable_engine import Crash, Engine
+from ferrule.graph.agent import AgentRunOptions
+from ferrule.graph.agent import agent_node
+from tests.support.durable_engine import Crash
+from tests.support.durable_engine import Engine
 
 pytestmark = pytest.mark.anyio
 

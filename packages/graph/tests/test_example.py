@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.providers.llamacpp import ModelDownloadError, ensure_model
+from ferrule.providers.llamacpp import ModelDownloadError
+from ferrule.providers.llamacpp import ensure_model
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "graph_review.py"
 MODEL = "qwen2.5-coder-0.5b"

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import anyio
 import pytest
 
-from ferrule.graph import (
-    Emitter,
-    FanOutLimitExceeded,
-    GraphBuilder,
-    GraphContext,
-    GraphLimits,
-    Join,
-    ParallelBranch,
-    RunOptions,
-)
+from ferrule.graph import Emitter
+from ferrule.graph import FanOutLimitExceeded
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphLimits
+from ferrule.graph import Join
+from ferrule.graph import ParallelBranch
+from ferrule.graph import RunOptions
 
 pytestmark = pytest.mark.anyio
 

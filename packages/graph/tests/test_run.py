@@ -4,32 +4,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias, assert_type
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import TypeAlias
+from typing import assert_type
 
 import anyio
 import pytest
 
-from ferrule.graph import (
-    DecisionResult,
-    End,
-    Graph,
-    GraphBuilder,
-    GraphCancelledError,
-    GraphContext,
-    GraphEvent,
-    GraphLimits,
-    GraphOptionsError,
-    GraphRun,
-    GraphRunError,
-    GraphRunStateError,
-    GraphStepLimitExceeded,
-    Join,
-    NextNode,
-    ParallelBranch,
-    RunOptions,
-    UnmatchedRouteError,
-)
+from ferrule.graph import DecisionResult
+from ferrule.graph import End
+from ferrule.graph import Graph
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphCancelledError
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphEvent
+from ferrule.graph import GraphLimits
+from ferrule.graph import GraphOptionsError
+from ferrule.graph import GraphRun
+from ferrule.graph import GraphRunError
+from ferrule.graph import GraphRunStateError
+from ferrule.graph import GraphStepLimitExceeded
+from ferrule.graph import Join
+from ferrule.graph import NextNode
+from ferrule.graph import ParallelBranch
+from ferrule.graph import RunOptions
+from ferrule.graph import UnmatchedRouteError
 
 pytestmark = pytest.mark.anyio
 

@@ -14,29 +14,27 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrule.graph import (
-    DecisionResult,
-    Emitter,
-    Graph,
-    GraphBuilder,
-    GraphContext,
-    GraphEvent,
-    GraphLimits,
-    Join,
-    JsonCodec,
-    ParallelBranch,
-    RunOptions,
-    SnapshotDefinitionError,
-    SnapshotError,
-    SnapshotFormatError,
-    SnapshotLimitError,
-    SnapshotMigrationError,
-    SnapshotNodeError,
-    SnapshotPayloadVersionError,
-    SnapshotsDisabledError,
-    SnapshotStateError,
-    SnapshotVersionError,
-)
+from ferrule.graph import DecisionResult
+from ferrule.graph import Emitter
+from ferrule.graph import Graph
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphEvent
+from ferrule.graph import GraphLimits
+from ferrule.graph import Join
+from ferrule.graph import JsonCodec
+from ferrule.graph import ParallelBranch
+from ferrule.graph import RunOptions
+from ferrule.graph import SnapshotDefinitionError
+from ferrule.graph import SnapshotError
+from ferrule.graph import SnapshotFormatError
+from ferrule.graph import SnapshotLimitError
+from ferrule.graph import SnapshotMigrationError
+from ferrule.graph import SnapshotNodeError
+from ferrule.graph import SnapshotPayloadVersionError
+from ferrule.graph import SnapshotsDisabledError
+from ferrule.graph import SnapshotStateError
+from ferrule.graph import SnapshotVersionError
 
 pytestmark = pytest.mark.anyio
 

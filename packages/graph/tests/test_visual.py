@@ -7,23 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.graph import (
-    VISUALIZATION_FORMAT_VERSION,
-    DecisionResult,
-    EdgeMetadata,
-    Emitter,
-    Graph,
-    GraphBuilder,
-    GraphContext,
-    GraphLimits,
-    GraphVisualizationTooLarge,
-    Join,
-    NodeMetadata,
-    ParallelBranch,
-    SourceLocation,
-    VisualizationNodeId,
-    escape_mermaid,
-)
+from ferrule.graph import VISUALIZATION_FORMAT_VERSION
+from ferrule.graph import DecisionResult
+from ferrule.graph import EdgeMetadata
+from ferrule.graph import Emitter
+from ferrule.graph import Graph
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import GraphLimits
+from ferrule.graph import GraphVisualizationTooLarge
+from ferrule.graph import Join
+from ferrule.graph import NodeMetadata
+from ferrule.graph import ParallelBranch
+from ferrule.graph import SourceLocation
+from ferrule.graph import VisualizationNodeId
+from ferrule.graph import escape_mermaid
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "every_kind.mmd"
 

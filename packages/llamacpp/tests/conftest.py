@@ -21,7 +21,9 @@ import anyio
 import httpx2
 import pytest
 
-from ferrule.providers.llamacpp import LlamaCppServer, ModelDownloadError, ensure_model
+from ferrule.providers.llamacpp import LlamaCppServer
+from ferrule.providers.llamacpp import ModelDownloadError
+from ferrule.providers.llamacpp import ensure_model
 
 E2E_MODEL = "qwen2.5-coder-0.5b"
 """The model the suite runs on: the smallest in the catalog."""

@@ -10,8 +10,16 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, FunctionToolCallEvent, FunctionToolResultEvent, ModelRetry, ToolOutput
-from ferrule.core.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
+from ferrule.agent import Agent
+from ferrule.agent import FunctionToolCallEvent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.agent import ModelRetry
+from ferrule.agent import ToolOutput
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits

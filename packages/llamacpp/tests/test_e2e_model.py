@@ -20,19 +20,25 @@ import httpx2
 import msgspec
 import pytest
 
-from ferrule.core.errors import ProviderConnectionError, ProviderError, UrlPolicyError
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.core.model import (
-    JsonSchemaFormat,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.errors import ProviderConnectionError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.llamacpp import LlamaCppServer, infer_model, shutdown_shared_servers
+from ferrule.providers.llamacpp import LlamaCppServer
+from ferrule.providers.llamacpp import infer_model
+from ferrule.providers.llamacpp import shutdown_shared_servers
 from ferrule.providers.llamacpp._model import LocalLlamaCppModel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    AgentRunResult,
-    Approved,
-    CheckpointConsumedError,
-    Paused,
-    SqliteCheckpointStore,
-    Tool,
-)
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import CheckpointConsumedError
+from ferrule.agent import Paused
+from ferrule.agent import SqliteCheckpointStore
+from ferrule.agent import Tool
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 from ferrule.providers.llamacpp import LlamaCppServer

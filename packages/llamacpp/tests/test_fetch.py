@@ -10,19 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.providers.llamacpp import (
-    CATALOG,
-    DEFAULT_MODEL,
-    LocalModel,
-    ModelDownloadError,
-    ModelPart,
-    ModelVerificationError,
-    UnknownLocalModelError,
-    cached_model_path,
-    ensure_model,
-    get_local_model,
-    model_cache_dir,
-)
+from ferrule.providers.llamacpp import CATALOG
+from ferrule.providers.llamacpp import DEFAULT_MODEL
+from ferrule.providers.llamacpp import LocalModel
+from ferrule.providers.llamacpp import ModelDownloadError
+from ferrule.providers.llamacpp import ModelPart
+from ferrule.providers.llamacpp import ModelVerificationError
+from ferrule.providers.llamacpp import UnknownLocalModelError
+from ferrule.providers.llamacpp import cached_model_path
+from ferrule.providers.llamacpp import ensure_model
+from ferrule.providers.llamacpp import get_local_model
+from ferrule.providers.llamacpp import model_cache_dir
 from ferrule.providers.llamacpp._fetch import _Progress
 
 

@@ -9,20 +9,21 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelRequest
-from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.llamacpp import (
-    LlamaCppServer,
-    LlamaCppServerError,
-    LocalLlamaCppModel,
-    MissingServerDependencyError,
-    UnknownLocalModelError,
-    default_threads,
-    infer_model,
-    local_model_profile,
-)
+from ferrule.providers.llamacpp import LlamaCppServer
+from ferrule.providers.llamacpp import LlamaCppServerError
+from ferrule.providers.llamacpp import LocalLlamaCppModel
+from ferrule.providers.llamacpp import MissingServerDependencyError
+from ferrule.providers.llamacpp import UnknownLocalModelError
+from ferrule.providers.llamacpp import default_threads
+from ferrule.providers.llamacpp import infer_model
+from ferrule.providers.llamacpp import local_model_profile
 from ferrule.providers.llamacpp.__main__ import main
 from ferrule.providers.llamacpp._server import _apply_params
 

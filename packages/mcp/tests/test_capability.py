@@ -12,7 +12,9 @@ from ferrule.agent import Agent
 from ferrule.agent.testing import AgentInfo
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ToolReturnPart
-from ferrule.mcp import MCPCapabilityProvider, MCPServerInProcess, MCPServerStdio
+from ferrule.mcp import MCPCapabilityProvider
+from ferrule.mcp import MCPServerInProcess
+from ferrule.mcp import MCPServerStdio
 
 from .conftest import RAW
 

@@ -9,7 +9,11 @@ import pytest
 
 from ferrule.core import bounded_json
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import MCPConfigError, MCPServerHTTP, MCPServerStdio, expand_env, load_mcp_config
+from ferrule.mcp import MCPConfigError
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerStdio
+from ferrule.mcp import expand_env
+from ferrule.mcp import load_mcp_config
 
 CONFIG = {
     "mcpServers": {

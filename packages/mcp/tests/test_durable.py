@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from ferrule.agent import Agent
-from ferrule.agent.durable import Binding, bind
-from ferrule.mcp import MCPCapabilityProvider, MCPServerInProcess
+from ferrule.agent.durable import Binding
+from ferrule.agent.durable import bind
+from ferrule.mcp import MCPCapabilityProvider
+from ferrule.mcp import MCPServerInProcess
 from tests.support.durable_engine import Engine
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from tests.support.examples import needs_examples, run_example
+from tests.support.examples import needs_examples
+from tests.support.examples import run_example
 
 pytestmark = needs_examples
 

@@ -17,17 +17,16 @@ import pytest
 
 from ferrule.agent import Agent
 from ferrule.core.errors import UserError
-from ferrule.core.messages import RetryPromptPart, ToolReturnPart
-from ferrule.mcp import (
-    MCPConnectionLostError,
-    MCPLimits,
-    MCPProtocolError,
-    MCPResultTooLargeError,
-    MCPServerStdio,
-    MCPServerUnavailableError,
-    MCPTimeoutError,
-    MCPToolCallError,
-)
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.mcp import MCPConnectionLostError
+from ferrule.mcp import MCPLimits
+from ferrule.mcp import MCPProtocolError
+from ferrule.mcp import MCPResultTooLargeError
+from ferrule.mcp import MCPServerStdio
+from ferrule.mcp import MCPServerUnavailableError
+from ferrule.mcp import MCPTimeoutError
+from ferrule.mcp import MCPToolCallError
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,10 @@ from ferrule.agent import Agent
 from ferrule.core.errors import UrlPolicyError
 from ferrule.core.messages import RetryPromptPart
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import MCPLimits, MCPResultTooLargeError, MCPServerHTTP, MCPServerUnavailableError
+from ferrule.mcp import MCPLimits
+from ferrule.mcp import MCPResultTooLargeError
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerUnavailableError
 
 pytestmark = pytest.mark.anyio
 

@@ -3,33 +3,33 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import pytest
 
-from ferrule.agent import Agent, Paused, RunContext
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import (
-    BinaryContent,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.mcp import (
-    ElicitationRequest,
-    ElicitationResponse,
-    MCPLimits,
-    MCPServerClosedError,
-    MCPServerInProcess,
-    MCPToolCallError,
-    sampling_with_model,
-)
+from ferrule.agent import Agent
+from ferrule.agent import Paused
+from ferrule.agent import RunContext
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.mcp import ElicitationRequest
+from ferrule.mcp import ElicitationResponse
+from ferrule.mcp import MCPLimits
+from ferrule.mcp import MCPServerClosedError
+from ferrule.mcp import MCPServerInProcess
+from ferrule.mcp import MCPToolCallError
+from ferrule.mcp import sampling_with_model
 
 pytestmark = pytest.mark.anyio
 

@@ -14,15 +14,14 @@ import pytest
 
 from ferrule.agent import Agent
 from ferrule.agent.testing import AgentInfo
-from ferrule.core.messages import RetryPromptPart, ToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import (
-    MCPConnectionLostError,
-    MCPServerHTTP,
-    MCPServerInProcess,
-    MCPServerStdio,
-    MCPToolCallError,
-)
+from ferrule.mcp import MCPConnectionLostError
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerInProcess
+from ferrule.mcp import MCPServerStdio
+from ferrule.mcp import MCPToolCallError
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,8 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ from ferrule.agent import Agent
 from ferrule.agent.testing import AgentInfo
 from ferrule.core.messages import ToolReturnPart
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import MCPServerHTTP, MCPServerStdio, MCPToolset
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerStdio
+from ferrule.mcp import MCPToolset
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import Agent, Approved, Paused
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Paused
 from ferrule.agent.testing import AgentInfo
 from ferrule.core.messages import ToolReturnPart
 from ferrule.mcp import MCPServerStdio

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,15 +19,25 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
 from ferrule.agent import Agent
-from ferrule.core.errors import InvalidCredentialError, UserError
+from ferrule.core.errors import InvalidCredentialError
+from ferrule.core.errors import UserError
 from ferrule.core.messages import RetryPromptPart
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import MCPServerHTTP, MCPServerUnavailableError, MCPToolCallError
-from tests.support.http_server import Conn, LocalServer, Request, Serve
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerUnavailableError
+from ferrule.mcp import MCPToolCallError
+from tests.support.http_server import Conn
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
 from tests.support.http_server import serve as serve  # the fixture
-from tests.support.leaks import DEBUG_LOGGERS, exception_texts, find_leaks, log_texts
+from tests.support.leaks import DEBUG_LOGGERS
+from tests.support.leaks import exception_texts
+from tests.support.leaks import find_leaks
+from tests.support.leaks import log_texts
 
-from .conftest import HttpServer, load_sdk_server
+from .conftest import HttpServer
+from .conftest import load_sdk_server
 
 pytestmark = pytest.mark.anyio
 

@@ -9,21 +9,29 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import CallToolResult
+from mcp.types import ImageContent
+from mcp.types import TextContent
 
-from ferrule.agent import Agent, ModelRetry, RunContext, Tool, ToolReturn
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    BinaryContent,
-    Message,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.mcp import MCPServerHTTP, MCPServerInProcess, expose_agent, expose_tools
+from ferrule.mcp import MCPServerHTTP
+from ferrule.mcp import MCPServerInProcess
+from ferrule.mcp import expose_agent
+from ferrule.mcp import expose_tools
 
 pytestmark = pytest.mark.anyio
 

@@ -7,51 +7,45 @@ from typing import Any
 
 import pytest
 
-from ferrule.core.errors import (
-    BadRequestError,
-    RateLimitError,
-    ResponseDecodeError,
-    ResponseTooLargeError,
-    ServerError,
-    UserError,
-)
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserPromptPart,
-)
-from ferrule.core.model import (
-    JsonObjectFormat,
-    JsonSchemaFormat,
-    ModelCall,
-    ModelStreamEvent,
-    NativeTool,
-    PartDeltaEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    ToolDefinition,
-)
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ResponseTooLargeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import NativeTool
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import ToolDefinition
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
+from ferrule.core.sse import SseEvent
+from ferrule.core.sse import SseParser
 from ferrule.providers.openai import chat_codec
-from ferrule.providers.openai.profiles import (
-    ChatDialect,
-    deepseek_profile,
-    openai_chat_profile,
-    openrouter_profile,
-)
+from ferrule.providers.openai.profiles import ChatDialect
+from ferrule.providers.openai.profiles import deepseek_profile
+from ferrule.providers.openai.profiles import openai_chat_profile
+from ferrule.providers.openai.profiles import openrouter_profile
 
 OPENAI = openai_chat_profile("gpt-4.1").dialect
 WEATHER = ToolDefinition(

@@ -14,47 +14,51 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
+from typing import cast
 from urllib.parse import urlparse
 
 import msgspec
 import pytest
 
 from ferrule.core.conformance import replay
-from ferrule.core.errors import (
-    BadRequestError,
-    ProviderError,
-    RateLimitError,
-    ResponseDecodeError,
-)
-from ferrule.core.http import classify_status, error_from_response
-from ferrule.core.messages import (
-    BinaryContent,
-    FilePart,
-    ImageUrl,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.http import classify_status
+from ferrule.core.http import error_from_response
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.openai import chat_codec, responses_codec
-from ferrule.providers.openai.compatible import DeepSeekProvider, GroqProvider
-from ferrule.providers.openai.profiles import (
-    ChatDialect,
-    deepseek_responses_profile,
-    groq_profile,
-    openai_chat_profile,
-    openai_responses_profile,
-)
-from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
+from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import responses_codec
+from ferrule.providers.openai.compatible import DeepSeekProvider
+from ferrule.providers.openai.compatible import GroqProvider
+from ferrule.providers.openai.profiles import ChatDialect
+from ferrule.providers.openai.profiles import deepseek_responses_profile
+from ferrule.providers.openai.profiles import groq_profile
+from ferrule.providers.openai.profiles import openai_chat_profile
+from ferrule.providers.openai.profiles import openai_responses_profile
+from tests.support.cassettes import OPENAI_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

@@ -6,11 +6,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from tests.support.cassettes import REPO_ROOT, SKIP_REASON, cassette_root, iter_interactions
+from tests.support.cassettes import REPO_ROOT
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

@@ -15,14 +15,24 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from ferrule.core.errors import ProviderError, ResponseDecodeError
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.messages import ModelResponse
-from ferrule.providers.openai import chat_codec, responses_codec
-from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, cassette_root, iter_interactions
-from tests.support.fuzz import JSON_VALUES, byte_damage, json_paths, replace_at
+from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import responses_codec
+from tests.support.cassettes import OPENAI_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.fuzz import JSON_VALUES
+from tests.support.fuzz import byte_damage
+from tests.support.fuzz import json_paths
+from tests.support.fuzz import replace_at
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

@@ -14,21 +14,24 @@ from typing import Any
 import pytest
 
 from ferrule.core.errors import UnsupportedFeatureError
-from ferrule.core.messages import (
-    AudioUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    TextPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
 from ferrule.core.profile import ModelProfile
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
+from ferrule.providers.openai import OpenAIResponsesModel
 from tests.support.checked_openai import CheckedChatModel
-from tests.support.http_server import Conn, LocalServer, Request, Serve
+from tests.support.http_server import Conn
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
 
 pytestmark = pytest.mark.anyio
 

@@ -16,50 +16,58 @@ import anyio
 import msgspec
 import pytest
 
-from ferrule.core.errors import (
-    AuthenticationError,
-    BadRequestError,
-    ContentFilterError,
-    ProviderConnectionError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ResponseDecodeError,
-    ResponseTooLargeError,
-    ServerError,
-    UnsupportedFeatureError,
-    UrlPolicyError,
-    UserError,
-)
-from ferrule.core.http import HttpLimits, Timeouts
-from ferrule.core.messages import AudioUrl, ModelRequest, TextPart, ThinkingPart, ToolCallPart, UserPromptPart
-from ferrule.core.model import (
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.errors import AuthenticationError
+from ferrule.core.errors import BadRequestError
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ProviderConnectionError
+from ferrule.core.errors import ProviderTimeoutError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import ResponseTooLargeError
+from ferrule.core.errors import ServerError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.errors import UserError
+from ferrule.core.http import HttpLimits
+from ferrule.core.http import Timeouts
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
-from ferrule.core.retry import RetryPolicy, request_with_retry, stream_with_retry
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
-from ferrule.providers.openai import (
-    AzureOpenAIProvider,
-    LlamaCppServerProvider,
-    OllamaProvider,
-    OpenAIChatModel,
-    OpenAICompatibleProvider,
-    OpenAIProvider,
-    OpenAIResponsesModel,
-    OpenRouterProvider,
-    OpenRouterRouting,
-    local_url_policy,
-)
+from ferrule.core.retry import RetryPolicy
+from ferrule.core.retry import request_with_retry
+from ferrule.core.retry import stream_with_retry
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
+from ferrule.providers.openai import AzureOpenAIProvider
+from ferrule.providers.openai import LlamaCppServerProvider
+from ferrule.providers.openai import OllamaProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAICompatibleProvider
+from ferrule.providers.openai import OpenAIProvider
+from ferrule.providers.openai import OpenAIResponsesModel
+from ferrule.providers.openai import OpenRouterProvider
+from ferrule.providers.openai import OpenRouterRouting
+from ferrule.providers.openai import local_url_policy
 from tests.support import http_server
-from tests.support.cassettes import iter_interactions, require_cassettes
-from tests.support.http_server import Conn, Handler, LocalServer, Request, Serve
+from tests.support.cassettes import iter_interactions
+from tests.support.cassettes import require_cassettes
+from tests.support.http_server import Conn
+from tests.support.http_server import Handler
+from tests.support.http_server import LocalServer
+from tests.support.http_server import Request
+from tests.support.http_server import Serve
 
 FAST = Timeouts(connect=2.0, first_byte=2.0, read=0.5, total=10.0)
 KEY = "sk-test-SENTINEL-0123456789abcdef"

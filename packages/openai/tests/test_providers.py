@@ -8,34 +8,40 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrule.core.errors import UnsupportedFeatureError, UserError
-from ferrule.core.messages import BinaryContent, ModelRequest, UserPromptPart
-from ferrule.core.model import JsonSchemaFormat, ModelCall, NativeTool, ToolDefinition
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import NativeTool
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.openai import (
-    AzureOpenAIProvider,
-    CerebrasProvider,
-    DeepSeekProvider,
-    FireworksProvider,
-    GroqProvider,
-    HuggingFaceProvider,
-    LlamaCppServerProvider,
-    LMStudioProvider,
-    MaxPrice,
-    MistralOpenAIProvider,
-    OllamaProvider,
-    OpenAIChatModel,
-    OpenAICompatibleProvider,
-    OpenAIProvider,
-    OpenAIResponsesModel,
-    OpenRouterProvider,
-    OpenRouterRouting,
-    TogetherProvider,
-    VLLMProvider,
-)
+from ferrule.providers.openai import AzureOpenAIProvider
+from ferrule.providers.openai import CerebrasProvider
+from ferrule.providers.openai import DeepSeekProvider
+from ferrule.providers.openai import FireworksProvider
+from ferrule.providers.openai import GroqProvider
+from ferrule.providers.openai import HuggingFaceProvider
+from ferrule.providers.openai import LlamaCppServerProvider
+from ferrule.providers.openai import LMStudioProvider
+from ferrule.providers.openai import MaxPrice
+from ferrule.providers.openai import MistralOpenAIProvider
+from ferrule.providers.openai import OllamaProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAICompatibleProvider
+from ferrule.providers.openai import OpenAIProvider
+from ferrule.providers.openai import OpenAIResponsesModel
+from ferrule.providers.openai import OpenRouterProvider
+from ferrule.providers.openai import OpenRouterRouting
+from ferrule.providers.openai import TogetherProvider
+from ferrule.providers.openai import VLLMProvider
 from ferrule.providers.openai._entry import PREFIXES
-from ferrule.providers.openai.profiles import UNKNOWN, openai_chat_profile, openai_responses_profile
+from ferrule.providers.openai.profiles import UNKNOWN
+from ferrule.providers.openai.profiles import openai_chat_profile
+from ferrule.providers.openai.profiles import openai_responses_profile
 from ferrule.providers.openai.strict_schema import StrictSchemaError
 from tests.support.imports import loaded_by
 

@@ -11,8 +11,10 @@ streams in batches of several sizes, errors included.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, cast
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import cast
 from urllib.parse import urlparse
 
 import msgspec
@@ -20,19 +22,25 @@ import pytest
 
 from ferrule.core.errors import ProviderError
 from ferrule.core.messages import TextPart
-from ferrule.core.model import ModelStreamEvent, PartDeltaEvent, ResponseCompleted, TextPartDelta
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
 from ferrule.core.sse import SseEvent
-from ferrule.providers.openai import chat_codec, responses_codec
-from tests.support.cassettes import OPENAI_FOLDERS, SKIP_REASON, Interaction, cassette_root, iter_interactions
-from tests.support.fast_path import (
-    BATCH_SIZES,
-    Counted,
-    batched_failure,
-    comparable,
-    decode_all,
-    decode_batched,
-    rewritten,
-)
+from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import responses_codec
+from tests.support.cassettes import OPENAI_FOLDERS
+from tests.support.cassettes import SKIP_REASON
+from tests.support.cassettes import Interaction
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.fast_path import BATCH_SIZES
+from tests.support.fast_path import Counted
+from tests.support.fast_path import batched_failure
+from tests.support.fast_path import comparable
+from tests.support.fast_path import decode_all
+from tests.support.fast_path import decode_batched
+from tests.support.fast_path import rewritten
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 

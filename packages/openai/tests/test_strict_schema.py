@@ -6,7 +6,10 @@ import copy
 
 import pytest
 
-from ferrule.providers.openai.strict_schema import StrictSchemaError, is_strict_compatible, prepare, to_strict
+from ferrule.providers.openai.strict_schema import StrictSchemaError
+from ferrule.providers.openai.strict_schema import is_strict_compatible
+from ferrule.providers.openai.strict_schema import prepare
+from ferrule.providers.openai.strict_schema import to_strict
 
 PERSON = {
     "title": "Person",

@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from ferrule.providers.openai import strict_schema
-from ferrule.providers.openai.strict_schema import StrictSchemaError, prepare
+from ferrule.providers.openai.strict_schema import StrictSchemaError
+from ferrule.providers.openai.strict_schema import prepare
 
 
 def _schema() -> dict[str, Any]:

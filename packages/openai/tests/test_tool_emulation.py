@@ -10,39 +10,33 @@ import msgspec
 import pytest
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.core.model import (
-    JsonObjectFormat,
-    JsonSchemaFormat,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ThinkingPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ThinkingPartDelta
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.core.streaming import ResponseBuilder
-from ferrule.providers.openai._tool_emulation import (
-    EMULATED_OUTPUT_NAME,
-    _AnswerScanner,
-    decode_emulated_tools,
-    emulated_tool_stream,
-    encode_emulated_tools,
-    needs_tool_emulation,
-)
+from ferrule.providers.openai._tool_emulation import EMULATED_OUTPUT_NAME
+from ferrule.providers.openai._tool_emulation import _AnswerScanner
+from ferrule.providers.openai._tool_emulation import decode_emulated_tools
+from ferrule.providers.openai._tool_emulation import emulated_tool_stream
+from ferrule.providers.openai._tool_emulation import encode_emulated_tools
+from ferrule.providers.openai._tool_emulation import needs_tool_emulation
 
 WEATHER = ToolDefinition(
     name="get_weather",

@@ -17,26 +17,33 @@ import pytest
 
 from ferrule.core.codec import WireCache
 from ferrule.core.conformance import replay
-from ferrule.core.messages import (
-    BinaryContent,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from ferrule.core.model import ModelCall, ToolDefinition
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
-from ferrule.providers.openai import chat_codec, responses_codec
-from ferrule.providers.openai.profiles import ChatDialect, deepseek_profile, openai_chat_profile
-from tests.support.cassettes import OPENAI_FOLDERS, cassette_root, iter_interactions
-from tests.support.wire_cache import edit_answer, elide_tool_returns, one_long_history, replayed
+from ferrule.providers.openai import chat_codec
+from ferrule.providers.openai import responses_codec
+from ferrule.providers.openai.profiles import ChatDialect
+from ferrule.providers.openai.profiles import deepseek_profile
+from ferrule.providers.openai.profiles import openai_chat_profile
+from tests.support.cassettes import OPENAI_FOLDERS
+from tests.support.cassettes import cassette_root
+from tests.support.cassettes import iter_interactions
+from tests.support.wire_cache import edit_answer
+from tests.support.wire_cache import elide_tool_returns
+from tests.support.wire_cache import one_long_history
+from tests.support.wire_cache import replayed
 
 OPENAI = openai_chat_profile("gpt-4.1").dialect
 DIALECTS = {
@@ -307,7 +314,9 @@ def test_responses_recorded_answers_replayed_as_one_long_history() -> None:
 
 
 def test_a_model_keeps_one_cache_across_its_requests_and_codecs() -> None:
-    from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+    from ferrule.providers.openai import OpenAIChatModel
+    from ferrule.providers.openai import OpenAIProvider
+    from ferrule.providers.openai import OpenAIResponsesModel
 
     provider = OpenAIProvider(api_key="sk-test-key-0000")
     chat = OpenAIChatModel("gpt-4.1", provider=provider)

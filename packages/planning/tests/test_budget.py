@@ -8,16 +8,17 @@ import anyio
 import pytest
 
 from ferrule.agent import Tool
-from ferrule.planning import (
-    PlanBudget,
-    PlanBudgetExceeded,
-    PlanError,
-    PlanningAgent,
-    PlanStepError,
-    PlanTimeoutError,
-)
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanBudgetExceeded
+from ferrule.planning import PlanError
+from ferrule.planning import PlanningAgent
+from ferrule.planning import PlanStepError
+from ferrule.planning import PlanTimeoutError
 
-from .conftest import Recorder, Script, plan, step
+from .conftest import Recorder
+from .conftest import Script
+from .conftest import plan
+from .conftest import step
 
 pytestmark = pytest.mark.anyio
 

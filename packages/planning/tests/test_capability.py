@@ -8,11 +8,25 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import Agent, Approved, Paused, PauseRequiredError
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Paused
+from ferrule.agent import PauseRequiredError
 from ferrule.agent.exceptions import RunTimeoutError
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.planning import CAPABILITY_ID, TOOL_NAME, Plan, PlanCapability, PlanStep, StepContext
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.planning import CAPABILITY_ID
+from ferrule.planning import TOOL_NAME
+from ferrule.planning import Plan
+from ferrule.planning import PlanCapability
+from ferrule.planning import PlanStep
+from ferrule.planning import StepContext
 
 pytestmark = pytest.mark.anyio
 

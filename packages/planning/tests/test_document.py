@@ -11,17 +11,18 @@ import pytest
 from ferrule.agent import Tool
 from ferrule.core.errors import UserError
 from ferrule.core.json_schema import compile_validator
-from ferrule.planning import (
-    MAX_BINDINGS,
-    MAX_STEP_ID_CHARS,
-    PLAN_DOCUMENT,
-    Catalog,
-    PlanDocument,
-    PlanError,
-    validate_plan,
-)
+from ferrule.planning import MAX_BINDINGS
+from ferrule.planning import MAX_STEP_ID_CHARS
+from ferrule.planning import PLAN_DOCUMENT
+from ferrule.planning import Catalog
+from ferrule.planning import PlanDocument
+from ferrule.planning import PlanError
+from ferrule.planning import validate_plan
 
-from .conftest import Recorder, plan, reads_off_dependencies, step
+from .conftest import Recorder
+from .conftest import plan
+from .conftest import reads_off_dependencies
+from .conftest import step
 
 
 @pytest.fixture

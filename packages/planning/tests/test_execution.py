@@ -12,23 +12,33 @@ import anyio
 import pytest
 
 import ferrule.agent
-from ferrule.agent import ModelRetry, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.planning import (
-    ActionReceipt,
-    BatchStartEvent,
-    ConfirmationRequest,
-    PlanBudget,
-    PlanError,
-    PlanningAgent,
-    PlanStepError,
-    ReplanEvent,
-    StepFailedEvent,
-    StepSkippedEvent,
-)
+from ferrule.agent import ModelRetry
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.planning import ActionReceipt
+from ferrule.planning import BatchStartEvent
+from ferrule.planning import ConfirmationRequest
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanError
+from ferrule.planning import PlanningAgent
+from ferrule.planning import PlanStepError
+from ferrule.planning import ReplanEvent
+from ferrule.planning import StepFailedEvent
+from ferrule.planning import StepSkippedEvent
 
-from .conftest import Recorder, Script, pay_plan, pay_tools, plan, step
+from .conftest import Recorder
+from .conftest import Script
+from .conftest import pay_plan
+from .conftest import pay_tools
+from .conftest import plan
+from .conftest import step
 
 pytestmark = pytest.mark.anyio
 

@@ -8,13 +8,30 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent import Denied, ModelRetry, RunContext, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import Denied
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.planning import ConfirmationRequest, PlanningAgent, StepFailedEvent
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.planning import ConfirmationRequest
+from ferrule.planning import PlanningAgent
+from ferrule.planning import StepFailedEvent
 
-from .conftest import Recorder, Script, evidence_of, pay_plan, pay_tools, plan, step
+from .conftest import Recorder
+from .conftest import Script
+from .conftest import evidence_of
+from .conftest import pay_plan
+from .conftest import pay_tools
+from .conftest import plan
+from .conftest import step
 
 pytestmark = pytest.mark.anyio
 

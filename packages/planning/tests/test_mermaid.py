@@ -7,9 +7,14 @@ from types import ModuleType
 
 import pytest
 
-from ferrule.planning import Catalog, render_mermaid, validate_plan
+from ferrule.planning import Catalog
+from ferrule.planning import render_mermaid
+from ferrule.planning import validate_plan
 
-from .conftest import ROOT, Recorder, plan, step
+from .conftest import ROOT
+from .conftest import Recorder
+from .conftest import plan
+from .conftest import step
 
 
 def test_steps_edges_conditions_and_bindings() -> None:

@@ -4,18 +4,32 @@ domain tools only as catalog text, every answer validated before anything execut
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from ferrule.agent.testing import AgentInfo, full_profile
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import full_profile
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import JsonSchemaFormat
 from ferrule.core.profile import ModelProfile
-from ferrule.planning import PATCH_TOOL, PLAN_TOOL, PlanBudget, PlanError, PlanningAgent
+from ferrule.planning import PATCH_TOOL
+from ferrule.planning import PLAN_TOOL
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanError
+from ferrule.planning import PlanningAgent
 
-from .conftest import Recorder, Script, plan, reads_off_dependencies, retry_prompts, step
+from .conftest import Recorder
+from .conftest import Script
+from .conftest import plan
+from .conftest import reads_off_dependencies
+from .conftest import retry_prompts
+from .conftest import step
 
 pytestmark = pytest.mark.anyio
 

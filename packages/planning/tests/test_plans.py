@@ -8,37 +8,40 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import Agent, Approved, Denied
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
 from ferrule.agent.exceptions import RunCancelledError
 from ferrule.agent.multi_agent import Session
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelResponse, TextPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
 from ferrule.core.usage import RequestUsage
-from ferrule.planning import (
-    MAX_ADVICE_CHARS,
-    MAX_ADVISORS,
-    MAX_PLAN_STEPS,
-    MAX_STEP_ID_CHARS,
-    MAX_TITLE_CHARS,
-    AdviceEvent,
-    ApprovalEvent,
-    Plan,
-    PlanCompletedEvent,
-    PlanDenied,
-    PlanError,
-    PlanEvent,
-    PlanFailedEvent,
-    PlanOutcome,
-    PlanPaused,
-    PlanRevisedEvent,
-    PlanStep,
-    PlanTimeoutError,
-    StepContext,
-    StepEndEvent,
-    StepStartEvent,
-    run,
-)
+from ferrule.planning import MAX_ADVICE_CHARS
+from ferrule.planning import MAX_ADVISORS
+from ferrule.planning import MAX_PLAN_STEPS
+from ferrule.planning import MAX_STEP_ID_CHARS
+from ferrule.planning import MAX_TITLE_CHARS
+from ferrule.planning import AdviceEvent
+from ferrule.planning import ApprovalEvent
+from ferrule.planning import Plan
+from ferrule.planning import PlanCompletedEvent
+from ferrule.planning import PlanDenied
+from ferrule.planning import PlanError
+from ferrule.planning import PlanEvent
+from ferrule.planning import PlanFailedEvent
+from ferrule.planning import PlanOutcome
+from ferrule.planning import PlanPaused
+from ferrule.planning import PlanRevisedEvent
+from ferrule.planning import PlanStep
+from ferrule.planning import PlanTimeoutError
+from ferrule.planning import StepContext
+from ferrule.planning import StepEndEvent
+from ferrule.planning import StepStartEvent
+from ferrule.planning import run
 
 pytestmark = pytest.mark.anyio
 

@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from ferrule.planning import MAX_POINTER_CHARS, PointerError, format_pointer, parse_pointer
-from ferrule.planning._pointer import assign, json_equal, resolve
+from ferrule.planning import MAX_POINTER_CHARS
+from ferrule.planning import PointerError
+from ferrule.planning import format_pointer
+from ferrule.planning import parse_pointer
+from ferrule.planning._pointer import assign
+from ferrule.planning._pointer import json_equal
+from ferrule.planning._pointer import resolve
 
 # RFC 6901, section 5.
 RFC_DOCUMENT: dict[str, Any] = {

@@ -8,22 +8,33 @@ from typing import Any
 import anyio
 import pytest
 
-from ferrule.agent import FinalResultEvent, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
+from ferrule.agent import FinalResultEvent
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.core.model import PartDeltaEvent, PartStartEvent, ResponseCompleted
-from ferrule.planning import (
-    ROUTE_TOOL,
-    PlanBudget,
-    PlanBudgetExceeded,
-    PlanCreatedEvent,
-    PlanError,
-    PlanningAgent,
-    StepStartEvent,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.planning import ROUTE_TOOL
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanBudgetExceeded
+from ferrule.planning import PlanCreatedEvent
+from ferrule.planning import PlanError
+from ferrule.planning import PlanningAgent
+from ferrule.planning import StepStartEvent
 
-from .conftest import Recorder, Script, evidence_of, plan, step
+from .conftest import Recorder
+from .conftest import Script
+from .conftest import evidence_of
+from .conftest import plan
+from .conftest import step
 
 pytestmark = pytest.mark.anyio
 

@@ -8,10 +8,17 @@ from typing import Any
 
 import pytest
 
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, ToolCallPart
-from ferrule.planning import PlanBudget, PlanError, PlanStepError, StepSkippedEvent
-from tests.support.examples import load_example, run_example
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
+from ferrule.planning import PlanBudget
+from ferrule.planning import PlanError
+from ferrule.planning import PlanStepError
+from ferrule.planning import StepSkippedEvent
+from tests.support.examples import load_example
+from tests.support.examples import run_example
 
 pytestmark = pytest.mark.anyio
 

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.durable.temporal.testing import (
-    TestServerMissingError,
-    dev_server_path,
-    time_skipping_server_path,
-)
+from ferrule.durable.temporal.testing import TestServerMissingError
+from ferrule.durable.temporal.testing import dev_server_path
+from ferrule.durable.temporal.testing import time_skipping_server_path
 from tests.support.chat_server import chat_server
 from tests.support.crash import Worker
 from tests.support.shared import in_ci

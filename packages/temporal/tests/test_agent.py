@@ -10,18 +10,30 @@ import importlib.util
 import json
 import uuid
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from ferrule.agent import Agent, Approved, DeferredCall, Tool
-from ferrule.agent.durable import DurableError, MissingWorkerRegistrationError
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import DeferredCall
+from ferrule.agent import Tool
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import MissingWorkerRegistrationError
 from ferrule.agent.testing import TestModel
 from ferrule.agent.toolsets import FunctionToolset
-from ferrule.durable.temporal import PendingApproval, TemporalAgent, registered
-from tests.support.chat_server import ChatServer, Hold, StartChatServer, Turn
-from tests.support.crash import Worker, effects
-from tests.support.crash_runs import THREE_STEPS, killed_mid_stream
+from ferrule.durable.temporal import PendingApproval
+from ferrule.durable.temporal import TemporalAgent
+from ferrule.durable.temporal import registered
+from tests.support.chat_server import ChatServer
+from tests.support.chat_server import Hold
+from tests.support.chat_server import StartChatServer
+from tests.support.chat_server import Turn
+from tests.support.crash import Worker
+from tests.support.crash import effects
+from tests.support.crash_runs import THREE_STEPS
+from tests.support.crash_runs import killed_mid_stream
 
 from .conftest import WORKERS
 

@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.durable.temporal.testing import dev_server_path, time_skipping_server_path
-from tests.support.crash import Worker, effects
+from ferrule.durable.temporal.testing import dev_server_path
+from ferrule.durable.temporal.testing import time_skipping_server_path
+from tests.support.crash import Worker
+from tests.support.crash import effects
 
-from .conftest import WORKERS, start_server
+from .conftest import WORKERS
+from .conftest import start_server
 
 
 def test_the_wheels_ship_the_server_binaries() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.durable.temporal.testing import TestServerMissingError, dev_server_path
+from ferrule.durable.temporal.testing import TestServerMissingError
+from ferrule.durable.temporal.testing import dev_server_path
 from tests.support.shared import in_ci
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"

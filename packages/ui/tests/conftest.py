@@ -6,13 +6,16 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.browser import HEADLESS_FLAGS, unavailable
+from tests.support.browser import HEADLESS_FLAGS
+from tests.support.browser import unavailable
 from tests.support.examples import load_example
 
 ROOT = Path(__file__).resolve().parents[3]

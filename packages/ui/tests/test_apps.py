@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +17,25 @@ import anyio
 import httpx2
 import pytest
 
-from ferrule.agent import (
-    Agent,
-    Approved,
-    CheckpointStore,
-    InMemoryCheckpointStore,
-    Paused,
-    SqliteCheckpointStore,
-)
-from ferrule.agent.testing import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from ferrule.core.messages import Message, ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
-from ferrule.ui import InMemoryPausedRunStore, UILimits, ag_ui, vercel
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import CheckpointStore
+from ferrule.agent import InMemoryCheckpointStore
+from ferrule.agent import Paused
+from ferrule.agent import SqliteCheckpointStore
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.ui import InMemoryPausedRunStore
+from ferrule.ui import UILimits
+from ferrule.ui import ag_ui
+from ferrule.ui import vercel
 
 from .conftest import Server
 

@@ -2,42 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import pytest
 
-from ferrule.agent import Agent, Approved, DeferredCall, Denied, ModelRetry
-from ferrule.agent.testing import AgentInfo, DeltaThinking, DeltaToolCall, DeltaToolCalls, FunctionModel
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import DeferredCall
+from ferrule.agent import Denied
+from ferrule.agent import ModelRetry
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import DeltaThinking
+from ferrule.agent.testing import DeltaToolCall
+from ferrule.agent.testing import DeltaToolCalls
+from ferrule.agent.testing import FunctionModel
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ToolReturnPart
-from ferrule.ui import (
-    ApprovalRequested,
-    ApprovalResponse,
-    ClientInputError,
-    FinalResult,
-    InvalidIdentifierError,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIBridge,
-    UIEvent,
-    UILimits,
-    decisions_from,
-    error_message,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolReturnPart
+from ferrule.ui import ApprovalRequested
+from ferrule.ui import ApprovalResponse
+from ferrule.ui import ClientInputError
+from ferrule.ui import FinalResult
+from ferrule.ui import InvalidIdentifierError
+from ferrule.ui import ReasoningDelta
+from ferrule.ui import ReasoningEnd
+from ferrule.ui import ReasoningStart
+from ferrule.ui import RunError
+from ferrule.ui import RunFinished
+from ferrule.ui import RunStarted
+from ferrule.ui import TextDelta
+from ferrule.ui import TextEnd
+from ferrule.ui import TextStart
+from ferrule.ui import ToolCallArgs
+from ferrule.ui import ToolCallEnd
+from ferrule.ui import ToolCallStart
+from ferrule.ui import ToolFailed
+from ferrule.ui import ToolResult
+from ferrule.ui import UIBridge
+from ferrule.ui import UIEvent
+from ferrule.ui import UILimits
+from ferrule.ui import decisions_from
+from ferrule.ui import error_message
 
 pytestmark = pytest.mark.anyio
 

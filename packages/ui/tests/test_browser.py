@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Server, screenshot
+from .conftest import Server
+from .conftest import screenshot
 
 WAIT = 60  # seconds a DOM condition may take on a loaded 2-core machine; a wait, never an assertion on speed
 
@@ -52,7 +53,8 @@ def wait_until(driver: Any, condition: Callable[[Any], Any], timeout: float = WA
 
 def click(driver: Any, css: str) -> None:
     """Click the element `css` matches, found afresh until one is clicked (a re-render makes it stale)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

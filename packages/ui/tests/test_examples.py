@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx2
 
-from .conftest import EXAMPLES, free_port
+from .conftest import EXAMPLES
+from .conftest import free_port
 
 
 def test_ui_demo_starts_and_serves_the_page(web_dist: Path) -> None:

@@ -11,43 +11,47 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrule.agent import Approved, DeferredCall, Denied, PausedState
-from ferrule.core.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from ferrule.agent import Approved
+from ferrule.agent import DeferredCall
+from ferrule.agent import Denied
+from ferrule.agent import PausedState
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.usage import RunUsage
-from ferrule.ui import (
-    ApprovalRequested,
-    ApprovalResolved,
-    BrowserMessage,
-    ClientInputError,
-    CustomValueTooLargeError,
-    FinalResult,
-    InMemoryPausedRunStore,
-    InvalidIdentifierError,
-    PausedRunStore,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    ReplayBuffer,
-    ReplayGapError,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StoreFullError,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIEvent,
-    UILimits,
-    ag_ui,
-    custom_value,
-    sanitize_messages,
-    vercel,
-)
+from ferrule.ui import ApprovalRequested
+from ferrule.ui import ApprovalResolved
+from ferrule.ui import BrowserMessage
+from ferrule.ui import ClientInputError
+from ferrule.ui import CustomValueTooLargeError
+from ferrule.ui import FinalResult
+from ferrule.ui import InMemoryPausedRunStore
+from ferrule.ui import InvalidIdentifierError
+from ferrule.ui import PausedRunStore
+from ferrule.ui import ReasoningDelta
+from ferrule.ui import ReasoningEnd
+from ferrule.ui import ReasoningStart
+from ferrule.ui import ReplayBuffer
+from ferrule.ui import ReplayGapError
+from ferrule.ui import RunError
+from ferrule.ui import RunFinished
+from ferrule.ui import RunStarted
+from ferrule.ui import StoreFullError
+from ferrule.ui import TextDelta
+from ferrule.ui import TextEnd
+from ferrule.ui import TextStart
+from ferrule.ui import ToolCallArgs
+from ferrule.ui import ToolCallEnd
+from ferrule.ui import ToolCallStart
+from ferrule.ui import ToolFailed
+from ferrule.ui import ToolResult
+from ferrule.ui import UIEvent
+from ferrule.ui import UILimits
+from ferrule.ui import ag_ui
+from ferrule.ui import custom_value
+from ferrule.ui import sanitize_messages
+from ferrule.ui import vercel
 
 pytestmark = pytest.mark.anyio
 
@@ -493,7 +497,8 @@ def test_replay_buffer_evicts_by_events_and_bytes_at_and_past_the_limit() -> Non
 
 
 def paused_state(state_id: str) -> PausedState:
-    from datetime import UTC, datetime
+    from datetime import UTC
+    from datetime import datetime
 
     return PausedState(
         run_id="r",

@@ -7,18 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from ferrule.core.conformance import check_stream, feed_sse, load_cassette, replay
-from ferrule.core.errors import RateLimitError, ResponseDecodeError, UnsupportedContentError
-from ferrule.core.messages import (
-    ImageUrl,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    UserPromptPart,
-)
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import feed_sse
+from ferrule.core.conformance import load_cassette
+from ferrule.core.conformance import replay
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UnsupportedContentError
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import ModelCall
-from ferrule.core.settings import ModelSettings, ProviderExtraBody
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import ProviderExtraBody
 from ferrule.providers.foo.codec import FooCodec
 
 CASSETTE = Path(__file__).parent / "cassettes" / "test_foo.yaml"

@@ -7,18 +7,26 @@ import json
 import threading
 import tomllib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from ferrule.core.conformance import Interaction, check_stream, load_cassette
-from ferrule.core.errors import MissingCredentialError, RateLimitError, UnsupportedFeatureError
+from ferrule.core.conformance import Interaction
+from ferrule.core.conformance import check_stream
+from ferrule.core.conformance import load_cassette
+from ferrule.core.errors import MissingCredentialError
+from ferrule.core.errors import RateLimitError
+from ferrule.core.errors import UnsupportedFeatureError
 from ferrule.core.messages import ModelRequest
-from ferrule.core.model import ModelCall, ToolDefinition
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.providers.foo import FooModel, FooProvider
+from ferrule.providers.foo import FooModel
+from ferrule.providers.foo import FooProvider
 
 CASSETTE = Path(__file__).parent / "cassettes" / "test_foo.yaml"
 KEY = "foo-SECRET-0123456789"

@@ -30,19 +30,22 @@ from typing import Any
 
 from dbos import DBOS
 
-from ferrule.agent import Agent, Approved, Denied, Tool
-from ferrule.agent.durable import (
-    CheckpointedStreamSink,
-    DurableError,
-    PersistedFailureError,
-    PersistedSuspensionError,
-)
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import Tool
+from ferrule.agent.durable import CheckpointedStreamSink
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import PersistedFailureError
+from ferrule.agent.durable import PersistedSuspensionError
 from ferrule.agent.hooks import HookEvent
 from ferrule.core.url_policy import UrlPolicy
 from ferrule.durable.dbos import DBOSAgent
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
 from tests.support.crash import record_effect
-from tests.support.streams import FileStore, describe
+from tests.support.streams import FileStore
+from tests.support.streams import describe
 
 URL, WORKFLOW_ID, LOG, BASE_URL, MODE = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 API_KEY = os.environ["FERRULE_TEST_API_KEY"]

@@ -15,7 +15,9 @@ import signal
 import sys
 from pathlib import Path
 
-from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS
+from dbos import SetWorkflowID
+from dbos import WorkflowHandleAsync
 
 from tests.support.crash import record_effect
 

@@ -16,11 +16,23 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from ferrule.agent import Agent, AgentRunResult, Approved, Tool
-from ferrule.agent.testing import AgentInfo, FunctionModel
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from ferrule.graph import GraphBuilder, GraphContext, Interrupted, JsonCodec
-from ferrule.graph.agent import Conversation, agent_node
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import Approved
+from ferrule.agent import Tool
+from ferrule.agent.testing import AgentInfo
+from ferrule.agent.testing import FunctionModel
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.graph import GraphBuilder
+from ferrule.graph import GraphContext
+from ferrule.graph import Interrupted
+from ferrule.graph import JsonCodec
+from ferrule.graph.agent import Conversation
+from ferrule.graph.agent import agent_node
 
 
 class State(msgspec.Struct):

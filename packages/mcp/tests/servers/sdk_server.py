@@ -7,10 +7,14 @@ import warnings
 from typing import Annotated
 
 import mcp.types as types
-from mcp.server.mcpserver import Audio, Context, Image, MCPServer
+from mcp.server.mcpserver import Audio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Image
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+from pydantic import Field
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -15,7 +15,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio import activity, workflow
+from temporalio import activity
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import Worker

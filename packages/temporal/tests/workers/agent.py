@@ -32,26 +32,33 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import Client
+from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import Worker
 
-from ferrule.agent import Agent, Approved, Denied, Tool
-from ferrule.agent.durable import CheckpointedStreamSink, PersistedFailureError, PersistedSuspensionError
+from ferrule.agent import Agent
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent import Tool
+from ferrule.agent.durable import CheckpointedStreamSink
+from ferrule.agent.durable import PersistedFailureError
+from ferrule.agent.durable import PersistedSuspensionError
 from ferrule.core.url_policy import UrlPolicy
-from ferrule.durable.temporal import (
-    ACTIVITIES,
-    AgentWorkflow,
-    TemporalAgent,
-    mcp_request,
-    model_request,
-    tool_call,
-    workflow_runner,
-)
+from ferrule.durable.temporal import ACTIVITIES
+from ferrule.durable.temporal import AgentWorkflow
+from ferrule.durable.temporal import TemporalAgent
+from ferrule.durable.temporal import mcp_request
+from ferrule.durable.temporal import model_request
+from ferrule.durable.temporal import tool_call
+from ferrule.durable.temporal import workflow_runner
 from ferrule.mcp import MCPServerStdio
-from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider
+from ferrule.providers.openai import OpenAIChatModel
+from ferrule.providers.openai import OpenAIProvider
 from tests.support.crash import record_effect
-from tests.support.streams import FileStore, describe
+from tests.support.streams import FileStore
+from tests.support.streams import describe
 
 ADDRESS, WORKFLOW_ID, LOG, BASE_URL, MODE, QUEUE = sys.argv[1:7]
 API_KEY = os.environ["FERRULE_TEST_API_KEY"]

@@ -13,7 +13,8 @@ import sys
 
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer
+from temporalio.worker import Worker
 
 from ferrule.durable.temporal import workflow_runner
 

@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 
-from ferrule.durable.temporal.testing import start_local, start_time_skipping
+from ferrule.durable.temporal.testing import start_local
+from ferrule.durable.temporal.testing import start_time_skipping
 
 
 async def main(kind: str) -> None:

@@ -23,76 +23,93 @@ as data (`AgentSpec`: parse, validate, resolve); it is imported only when used.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from ferrule.core.retry import RetryPolicy
 
-from ._agent import Agent, EndStrategy
-from ._checkpoints import CheckpointStore, InMemoryCheckpointStore, SqliteCheckpointStore
+from ._agent import Agent
+from ._agent import EndStrategy
+from ._checkpoints import CheckpointStore
+from ._checkpoints import InMemoryCheckpointStore
+from ._checkpoints import SqliteCheckpointStore
 from ._context import RunContext
-from ._controls import CheckpointBinding, ConfirmFn, GuardFn
-from ._deferred import (
-    Approved,
-    Decision,
-    DeferredCall,
-    DeferredToolRequests,
-    DeferredToolResults,
-    Denied,
-    ExternalResult,
-    Paused,
-    PausedState,
-    ResumeDecisions,
-    ToolApproved,
-    ToolDenied,
-)
-from ._events import (
-    AgentEvent,
-    AgentStreamEvent,
-    DeferredToolCallsEvent,
-    EnqueuedMessagesEvent,
-    FinalResultEvent,
-    FinalStep,
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    ModelResponseStep,
-    OutputRetryEvent,
-    PartialOutputEvent,
-    PausedStep,
-    RunStep,
-    ToolResultsStep,
-)
+from ._controls import CheckpointBinding
+from ._controls import ConfirmFn
+from ._controls import GuardFn
+from ._deferred import Approved
+from ._deferred import Decision
+from ._deferred import DeferredCall
+from ._deferred import DeferredToolRequests
+from ._deferred import DeferredToolResults
+from ._deferred import Denied
+from ._deferred import ExternalResult
+from ._deferred import Paused
+from ._deferred import PausedState
+from ._deferred import ResumeDecisions
+from ._deferred import ToolApproved
+from ._deferred import ToolDenied
+from ._events import AgentEvent
+from ._events import AgentStreamEvent
+from ._events import DeferredToolCallsEvent
+from ._events import EnqueuedMessagesEvent
+from ._events import FinalResultEvent
+from ._events import FinalStep
+from ._events import FunctionToolCallEvent
+from ._events import FunctionToolResultEvent
+from ._events import ModelResponseStep
+from ._events import OutputRetryEvent
+from ._events import PartialOutputEvent
+from ._events import PausedStep
+from ._events import RunStep
+from ._events import ToolResultsStep
 from ._guard import ask_guard
-from ._options import ResumeOptions, RunOptions
-from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
+from ._options import ResumeOptions
+from ._options import RunOptions
+from ._output import NativeOutput
+from ._output import PromptedOutput
+from ._output import StructuredDict
+from ._output import TextOutput
+from ._output import ToolOutput
 from ._queue import PendingMessageQueue
-from ._receipts import ActionReceipt, ActionStatus, receipts_from_messages
-from ._result import AgentRun, AgentRunResult, StreamedRunResult
+from ._receipts import ActionReceipt
+from ._receipts import ActionStatus
+from ._receipts import receipts_from_messages
+from ._result import AgentRun
+from ._result import AgentRunResult
+from ._result import StreamedRunResult
 from ._state import HistoryView
 from ._sync_tools import ToolThreads
-from ._tools import Confirmation, Risk, SideEffect, Tool, ToolLimits, ToolReturn
+from ._tools import Confirmation
+from ._tools import Risk
+from ._tools import SideEffect
+from ._tools import Tool
+from ._tools import ToolLimits
+from ._tools import ToolReturn
 from ._util import refuse_in_event_loop
 from .correlation import RunCorrelation
-from .exceptions import (
-    AgentRunError,
-    CheckpointConsumedError,
-    ModelRetry,
-    PauseRequiredError,
-    PendingMessageQueueClosed,
-    RunState,
-    UnexpectedModelBehavior,
-    run_state_of,
-)
+from .exceptions import AgentRunError
+from .exceptions import CheckpointConsumedError
+from .exceptions import ModelRetry
+from .exceptions import PauseRequiredError
+from .exceptions import PendingMessageQueueClosed
+from .exceptions import RunState
+from .exceptions import UnexpectedModelBehavior
+from .exceptions import run_state_of
 from .hooks import HookEvent
 from .policies import ToolPolicy
 
 if TYPE_CHECKING:
     from ._instrument import InstrumentationSettings
     from ._observe import JsonlObserver
-    from .capabilities import Capability, CapabilityLayer, CapabilitySnapshot
+    from .capabilities import Capability
+    from .capabilities import CapabilityLayer
+    from .capabilities import CapabilitySnapshot
     from .context_budget import ContextBudget
     from .pricing import Pricing
     from .spec import AgentSpec
-    from .toolsets import AbstractToolset, FunctionToolset
+    from .toolsets import AbstractToolset
+    from .toolsets import FunctionToolset
 
 __version__ = "0.1.0"
 

@@ -6,13 +6,24 @@ import contextlib
 import contextvars
 import functools
 import math
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
+from typing import TypeAlias
+from typing import cast
+from typing import overload
 
 import anyio
-from typing_extensions import TypeVar, Unpack
+from typing_extensions import TypeVar
+from typing_extensions import Unpack
 
 from ferrule.core.errors import UserError
 from ferrule.core.messages import UserContent
@@ -21,36 +32,61 @@ from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 
-from ._checkpoints import CheckpointConsumedError, CheckpointStore
-from ._continue import continued_state, end_with_requests
-from ._controls import CheckpointBinding, ConfirmFn, GuardFn, SideEffectControls, checkpoint_store_of
-from ._core import AgentCore, EndStrategy
-from ._deferred import (
-    Decision,
-    DeferredToolResults,
-    Paused,
-    PausedState,
-    PauseRequiredError,
-)
+from ._checkpoints import CheckpointConsumedError
+from ._checkpoints import CheckpointStore
+from ._continue import continued_state
+from ._continue import end_with_requests
+from ._controls import CheckpointBinding
+from ._controls import ConfirmFn
+from ._controls import GuardFn
+from ._controls import SideEffectControls
+from ._controls import checkpoint_store_of
+from ._core import AgentCore
+from ._core import EndStrategy
+from ._deferred import Decision
+from ._deferred import DeferredToolResults
+from ._deferred import Paused
+from ._deferred import PausedState
+from ._deferred import PauseRequiredError
 from ._errors import attach_state
-from ._options import RESUME_KEYS, RUN_KEYS, ResumeOptions, RunOptions, SharedOptions, check_keys
-from ._output import NativeOutput, PromptedOutput, StructuredDict, TextOutput, ToolOutput
+from ._options import RESUME_KEYS
+from ._options import RUN_KEYS
+from ._options import ResumeOptions
+from ._options import RunOptions
+from ._options import SharedOptions
+from ._options import check_keys
+from ._output import NativeOutput
+from ._output import PromptedOutput
+from ._output import StructuredDict
+from ._output import TextOutput
+from ._output import ToolOutput
 from ._output_build import normalize_spec
-from ._result import AgentRun, AgentRunResult, StreamedRunResult, streaming
+from ._result import AgentRun
+from ._result import AgentRunResult
+from ._result import StreamedRunResult
+from ._result import streaming
 from ._run import Run
-from ._run_options import EXTENSION_KEYS, NO_OPTIONS, run_options
-from ._start import RunSettings, resume_run, start_run
-from ._tools import Tool, ToolLimits, as_tool
+from ._run_options import EXTENSION_KEYS
+from ._run_options import NO_OPTIONS
+from ._run_options import run_options
+from ._start import RunSettings
+from ._start import resume_run
+from ._start import start_run
+from ._tools import Tool
+from ._tools import ToolLimits
+from ._tools import as_tool
 from ._util import is_async as _is_async
 from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
-from .hooks import Hook, check_hooks
+from .hooks import Hook
+from .hooks import check_hooks
 from .policies import ToolPolicy
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy
 
-    from ._instrument import InstrumentationSettings, Tracer
+    from ._instrument import InstrumentationSettings
+    from ._instrument import Tracer
     from .capabilities import Capability
     from .context_budget import ContextBudget
     from .pricing import Pricing
@@ -184,7 +220,8 @@ class Agent(Generic[DepsT, OutputT]):
         self._instrumentation: InstrumentationSettings | None = None
         if instrument:
             # Telemetry, capabilities and toolsets are imported by the agents that use them.
-            from ._instrument import InstrumentationSettings, Tracer
+            from ._instrument import InstrumentationSettings
+            from ._instrument import Tracer
 
             settings = (
                 instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
@@ -225,7 +262,8 @@ class Agent(Generic[DepsT, OutputT]):
                     raise UserError(f"toolsets must be AbstractToolset instances, got {toolset!r}")
             core.toolsets = list(toolsets)
         if capabilities:
-            from .capabilities import CapabilityRegistry, UnknownCapabilityError
+            from .capabilities import CapabilityRegistry
+            from .capabilities import UnknownCapabilityError
 
             core.capabilities = list(capabilities)
             # Structural errors surface when the agent is built; a dependency may come with the run's

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
-from ._deferred import Decision, Denied, ExternalResult
+from ._deferred import Decision
+from ._deferred import Denied
+from ._deferred import ExternalResult
 from ._errors import ModelRetry
 from ._output_plan import OutputPlan
 from ._state import LoopState
 from ._step_tools import StepTools
-from ._tools import Tool, ToolLimits, args_error_details
+from ._tools import Tool
+from ._tools import ToolLimits
+from ._tools import args_error_details
 
 __all__ = ["CallKind", "ToolCallState", "apply_argument_policies", "classify", "decided", "plain_return"]
 

@@ -17,12 +17,18 @@ import contextlib
 import os
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import Protocol
+from typing import cast
+from typing import runtime_checkable
 
 import anyio
 import msgspec
 
-from ._deferred import PausedState, checked_integrity_key
+from ._deferred import PausedState
+from ._deferred import checked_integrity_key
 from ._errors import AgentRunError
 
 if TYPE_CHECKING:

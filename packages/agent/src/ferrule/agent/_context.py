@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, cast
+from typing import Any
+from typing import Generic
+from typing import cast
 
 from typing_extensions import TypeVar
 

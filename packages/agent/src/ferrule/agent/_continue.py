@@ -18,13 +18,19 @@ from collections.abc import Sequence
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, UserContent, UserPromptPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.usage import RunUsage
 
 from ._checkpoints import CheckpointNotFoundError
 from ._controls import checkpoint_store_of
 from ._core import AgentCore
-from ._deferred import Decision, DeferredToolResults, PausedState
+from ._deferred import Decision
+from ._deferred import DeferredToolResults
+from ._deferred import PausedState
 from ._errors import PausedStateError
 from ._state import LoopState
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeAlias
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 from ferrule.core.errors import UserError
 
-from ._checkpoints import CheckpointStore, default_checkpoint_store
+from ._checkpoints import CheckpointStore
+from ._checkpoints import default_checkpoint_store
 from ._context import RunContext
-from ._deferred import Approved, Denied
+from ._deferred import Approved
+from ._deferred import Denied
 from ._tools import Tool
 
 __all__ = ["CheckpointBinding", "ConfirmFn", "GuardFn", "SideEffectControls", "checkpoint_store_of"]

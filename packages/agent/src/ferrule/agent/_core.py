@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
-from ferrule.core.model import Model, ToolDefinition
+from ferrule.core.model import Model
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.retry import RetryPolicy
 
 from ._controls import SideEffectControls
 from ._errors import ToolDefinitionError
-from ._output_build import OutputSpecInfo, build_plan, resolve_mode
+from ._output_build import OutputSpecInfo
+from ._output_build import build_plan
+from ._output_build import resolve_mode
 from ._output_plan import OutputPlan
 from ._step_tools import StepTools
 from ._sync_tools import ToolThreads
-from ._tools import Tool, ToolLimits
+from ._tools import Tool
+from ._tools import ToolLimits
 from ._util import Callback
 from .hooks import Hook
 from .policies import ToolPolicy

@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias, cast
+from collections.abc import Mapping
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelResponse, ToolCallPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.usage import RunUsage
 
-from ._errors import (
-    AgentRunError,
-    DecisionError,
-    ModelRetry,
-    PausedStateEncodeError,
-    PausedStateError,
-    PausedStateIntegrityError,
-    PausedStateVersionError,
-)
+from ._errors import AgentRunError
+from ._errors import DecisionError
+from ._errors import ModelRetry
+from ._errors import PausedStateEncodeError
+from ._errors import PausedStateError
+from ._errors import PausedStateIntegrityError
+from ._errors import PausedStateVersionError
 from ._receipts import ActionReceipt
 
 __all__ = [

@@ -6,7 +6,8 @@ The lowest module of the agent's side-effect vocabulary, so that tools, receipts
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

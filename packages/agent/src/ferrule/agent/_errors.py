@@ -14,14 +14,17 @@ budget errors in `context_budget`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
 
 from ._effects import ActionReceipt
 
 if TYPE_CHECKING:
-    from ferrule.core.messages import Message, ToolCallPart
+    from ferrule.core.messages import Message
+    from ferrule.core.messages import ToolCallPart
     from ferrule.core.usage import RunUsage
 
 _STATE_ATTR = "__ferrule_run_state__"

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any
+from typing import TypeAlias
 
 import msgspec
 
-from ferrule.core.messages import ModelRequest, ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import ModelStreamEvent
 
 from ._deferred import DeferredCall

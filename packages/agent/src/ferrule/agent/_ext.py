@@ -6,35 +6,54 @@ the loop never touches this module.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Annotated, Any, cast
+from collections.abc import AsyncGenerator
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from contextlib import asynccontextmanager
+from typing import Annotated
+from typing import Any
+from typing import cast
 
 import msgspec
 
-from ferrule.core.messages import (
-    CapabilityLoadDeltaPart,
-    ModelRequest,
-    ModelRequestPart,
-    ToolAvailabilityDeltaPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.core.model import Model, ToolDefinition
+from ferrule.core.messages import CapabilityLoadDeltaPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ToolAvailabilityDeltaPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import Model
+from ferrule.core.model import ToolDefinition
 
 from ._context import RunContext
 from ._errors import ModelRetry
-from ._run_options import EXTENSION_KEYS, NO_OPTIONS, RunOptions, run_options
+from ._run_options import EXTENSION_KEYS
+from ._run_options import NO_OPTIONS
+from ._run_options import RunOptions
+from ._run_options import run_options
 from ._state import LoopState
-from ._step_tools import StepTools, prepare_tools
-from ._tool_search import BM25, MAX_RESULTS, TOOL_SEARCH_NAME
+from ._step_tools import StepTools
+from ._step_tools import prepare_tools
+from ._tool_search import BM25
+from ._tool_search import MAX_RESULTS
+from ._tool_search import TOOL_SEARCH_NAME
 from ._tools import Tool
-from ._util import InstructionItem, instruction_texts, merged_settings, normalize_callback
-from .capabilities import Capability, CapabilityError, CapabilityLayer, CapabilityRegistry, CapabilitySnapshot
+from ._util import InstructionItem
+from ._util import instruction_texts
+from ._util import merged_settings
+from ._util import normalize_callback
+from .capabilities import Capability
+from .capabilities import CapabilityError
+from .capabilities import CapabilityLayer
+from .capabilities import CapabilityRegistry
+from .capabilities import CapabilitySnapshot
 from .context_budget import BudgetEnforcer
 from .hooks import HookDispatcher
 from .policies import PolicyStages
-from .toolsets import AbstractToolset, CombinedToolset, WrapperToolset, tools_of
+from .toolsets import AbstractToolset
+from .toolsets import CombinedToolset
+from .toolsets import WrapperToolset
+from .toolsets import tools_of
 
 __all__ = ["EXTENSION_KEYS", "LOAD_CAPABILITY_NAME", "NO_OPTIONS", "RunExt", "RunOptions", "run_options"]
 

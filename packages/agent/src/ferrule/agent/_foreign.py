@@ -9,7 +9,11 @@ everything else stays with msgspec.
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, cast, get_args, get_origin
+from typing import Annotated
+from typing import Any
+from typing import cast
+from typing import get_args
+from typing import get_origin
 
 from ferrule.core.errors import UserError
 

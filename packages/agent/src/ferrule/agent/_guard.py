@@ -10,7 +10,8 @@ they pause exactly as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import anyio
 import msgspec
@@ -19,12 +20,17 @@ from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
 
 from ._context import RunContext
-from ._controls import ConfirmFn, GuardFn
-from ._deferred import Approved, DeferredCall, Denied
-from ._errors import DecisionError, ModelRetry
+from ._controls import ConfirmFn
+from ._controls import GuardFn
+from ._deferred import Approved
+from ._deferred import DeferredCall
+from ._deferred import Denied
+from ._errors import DecisionError
+from ._errors import ModelRetry
 from ._pause import args_object
 from ._tools import Tool
-from ._util import is_async, settled
+from ._util import is_async
+from ._util import settled
 
 if TYPE_CHECKING:
     from ._calls import ToolCallState

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 import msgspec
 
 if TYPE_CHECKING:
-    from ferrule.core.messages import Message, ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
-    from ferrule.core.model import Model, ModelCall
+    from ferrule.core.messages import Message
+    from ferrule.core.messages import ModelResponse
+    from ferrule.core.messages import RetryPromptPart
+    from ferrule.core.messages import ToolCallPart
+    from ferrule.core.messages import ToolReturnPart
+    from ferrule.core.model import Model
+    from ferrule.core.model import ModelCall
     from ferrule.core.usage import RunUsage
 
     from ._context import RunContext
@@ -178,13 +185,11 @@ class _Span:
 
 
 def _input_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    from ferrule.core.messages import (
-        ModelRequest,
-        RetryPromptPart,
-        SystemPromptPart,
-        ToolReturnPart,
-        UserPromptPart,
-    )
+    from ferrule.core.messages import ModelRequest
+    from ferrule.core.messages import RetryPromptPart
+    from ferrule.core.messages import SystemPromptPart
+    from ferrule.core.messages import ToolReturnPart
+    from ferrule.core.messages import UserPromptPart
 
     result: list[dict[str, Any]] = []
     for message in messages:
@@ -238,7 +243,9 @@ def _input_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _output_message(response: ModelResponse) -> dict[str, Any]:
-    from ferrule.core.messages import TextPart, ThinkingPart, ToolCallPart
+    from ferrule.core.messages import TextPart
+    from ferrule.core.messages import ThinkingPart
+    from ferrule.core.messages import ToolCallPart
 
     parts: list[dict[str, Any]] = []
     for part in response.parts:

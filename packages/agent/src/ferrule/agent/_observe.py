@@ -11,12 +11,18 @@ plan-step inputs and outputs, which contain user data. Every string written is p
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
-from typing import Any, Final, Protocol, cast
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Final
+from typing import Protocol
+from typing import cast
 
 import msgspec
 
-from ferrule.core.messages import ModelResponse, RetryPromptPart, ToolReturnPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
 
 from .hooks import HookEvent
 

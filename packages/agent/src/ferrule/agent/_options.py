@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
 
-from typing_extensions import TypedDict, TypeVar
+from typing_extensions import TypedDict
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from ferrule.core.messages import Message
@@ -14,7 +19,8 @@ if TYPE_CHECKING:
     from ferrule.core.usage import UsageLimits
 
     from ._queue import PendingMessageQueue
-    from .capabilities import Capability, CapabilityLayer
+    from .capabilities import Capability
+    from .capabilities import CapabilityLayer
     from .context_budget import ContextBudget
     from .correlation import RunCorrelation
     from .toolsets import AbstractToolset

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Generic, TypeAlias
+from typing import Any
+from typing import Generic
+from typing import TypeAlias
 
 from typing_extensions import TypeVar
 

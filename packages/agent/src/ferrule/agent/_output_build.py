@@ -6,31 +6,44 @@ import inspect
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any, cast, get_args, get_origin
+from typing import Any
+from typing import cast
+from typing import get_args
+from typing import get_origin
 
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.model import TEXT_FORMAT, JsonObjectFormat, JsonSchemaFormat, OutputFormat, ToolDefinition
-from ferrule.core.profile import ModelProfile, StructuredOutputMode
+from ferrule.core.model import TEXT_FORMAT
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import OutputFormat
+from ferrule.core.model import ToolDefinition
+from ferrule.core.profile import ModelProfile
+from ferrule.core.profile import StructuredOutputMode
 
 from ._deferred import DeferredToolRequests
 from ._errors import OutputSpecError
-from ._foreign import PydanticShape, uses_pydantic
+from ._foreign import PydanticShape
 from ._foreign import model as pydantic_model
-from ._output import (
-    DEFAULT_OUTPUT_TOOL_DESCRIPTION,
-    DEFAULT_OUTPUT_TOOL_NAME,
-    DEFAULT_PROMPT_TEMPLATE,
-    NativeOutput,
-    OutputSpec,
-    PromptedOutput,
-    StructuredDict,
-    TextOutput,
-    ToolOutput,
-)
-from ._output_plan import OutputChoice, OutputMode, OutputPlan, TextFunction
-from ._schema import compile_schema, is_object_schema, strip_title, type_schema
+from ._foreign import uses_pydantic
+from ._output import DEFAULT_OUTPUT_TOOL_DESCRIPTION
+from ._output import DEFAULT_OUTPUT_TOOL_NAME
+from ._output import DEFAULT_PROMPT_TEMPLATE
+from ._output import NativeOutput
+from ._output import OutputSpec
+from ._output import PromptedOutput
+from ._output import StructuredDict
+from ._output import TextOutput
+from ._output import ToolOutput
+from ._output_plan import OutputChoice
+from ._output_plan import OutputMode
+from ._output_plan import OutputPlan
+from ._output_plan import TextFunction
+from ._schema import compile_schema
+from ._schema import is_object_schema
+from ._schema import strip_title
+from ._schema import type_schema
 from ._tools import Tool
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any
+from typing import Literal
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.model import OutputFormat, ToolDefinition
+from ferrule.core.model import OutputFormat
+from ferrule.core.model import ToolDefinition
 
 from ._foreign import PydanticShape
 from ._schema import check_against

@@ -9,19 +9,34 @@ retry budget. Output validators and output functions may raise `ModelRetry` to r
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.messages import ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolReturnPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolReturnPart
 
 from ._calls import ToolCallState
-from ._errors import EmptyResponseError, ModelRetry, OutputRetriesExceeded, PausedStateError
-from ._events import OutputRetryEvent, RunStep, ToolResultsStep
-from ._output import OutputChoice, TextFunction
-from ._state import REQUEST, Emit, LoopState
-from ._tools import Tool, args_error_details
+from ._errors import EmptyResponseError
+from ._errors import ModelRetry
+from ._errors import OutputRetriesExceeded
+from ._errors import PausedStateError
+from ._events import OutputRetryEvent
+from ._events import RunStep
+from ._events import ToolResultsStep
+from ._output import OutputChoice
+from ._output import TextFunction
+from ._state import REQUEST
+from ._state import Emit
+from ._state import LoopState
+from ._tools import Tool
+from ._tools import args_error_details
 
 __all__ = [
     "EMPTY_RESPONSE_PROMPT",

@@ -8,10 +8,15 @@ checked against the output schema's partial form, and output validators see it w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
-from ferrule.core.messages import TextPart, ToolCallPart
-from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta, ToolCallPartDelta
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolCallPartDelta
 
 from ._context import partial_output_context
 from ._errors import ModelRetry

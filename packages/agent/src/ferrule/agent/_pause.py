@@ -9,33 +9,46 @@ decision on its call before the scheduler runs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.messages import ModelRequest, ModelResponse
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
 
 from ._calls import ToolCallState
 from ._controls import checkpoint_store_of
-from ._deferred import (
-    Approved,
-    Decision,
-    DeferredCall,
-    Denied,
-    ExternalResult,
-    Paused,
-    PausedState,
-    deferred_requests,
-    new_state_id,
-    now_utc,
-)
-from ._errors import DecisionError, DuplicateToolCallIdError, PausedStateError
-from ._events import DeferredToolCallsEvent, PausedStep, RunStep
-from ._receipts import WAITING, receipt, receipts_from_messages, safe_detail
-from ._state import HANDLE, PAUSED, Emit, LoopState, copy_usage
-from ._util import duplicate_call_id, settled
+from ._deferred import Approved
+from ._deferred import Decision
+from ._deferred import DeferredCall
+from ._deferred import Denied
+from ._deferred import ExternalResult
+from ._deferred import Paused
+from ._deferred import PausedState
+from ._deferred import deferred_requests
+from ._deferred import new_state_id
+from ._deferred import now_utc
+from ._errors import DecisionError
+from ._errors import DuplicateToolCallIdError
+from ._errors import PausedStateError
+from ._events import DeferredToolCallsEvent
+from ._events import PausedStep
+from ._events import RunStep
+from ._receipts import WAITING
+from ._receipts import receipt
+from ._receipts import receipts_from_messages
+from ._receipts import safe_detail
+from ._state import HANDLE
+from ._state import PAUSED
+from ._state import Emit
+from ._state import LoopState
+from ._state import copy_usage
+from ._util import duplicate_call_id
+from ._util import settled
 
 __all__ = [
     "apply_decisions",

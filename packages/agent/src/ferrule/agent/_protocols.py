@@ -7,7 +7,8 @@ these protocols instead; the higher module's class satisfies it structurally.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 __all__ = ["ActiveCapabilities"]
 

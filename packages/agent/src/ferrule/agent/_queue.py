@@ -7,7 +7,9 @@ import copy
 from collections.abc import Sequence
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import ModelRequest, UserContent, UserPromptPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
 
 from ._errors import PendingMessageQueueClosed
 

@@ -7,19 +7,24 @@ step: each tool result already records its outcome (`success`, `failed`, `denied
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, TypeAlias, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import TypeAlias
+from typing import cast
 
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 
-from ._effects import ActionReceipt, ActionStatus
+from ._effects import ActionReceipt
+from ._effects import ActionStatus
 from ._tools import Tool
 
 __all__ = [

@@ -8,27 +8,33 @@ provider-facing view (never to the run's history), checks every content URL, the
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
+from collections.abc import Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
-from ferrule.core.messages import Message, ModelResponse
-from ferrule.core.model import (
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-)
-from ferrule.core.retry import request_with_retry, stream_batches_with_retry
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.retry import request_with_retry
+from ferrule.core.retry import stream_batches_with_retry
 
 from ._errors import UnknownCostError
 from ._events import EnqueuedMessagesEvent
 from ._handoff import Handoff
-from ._partial_output import SPAN_END, PartialTracker
-from ._state import Emit, HistoryView, LoopState
+from ._partial_output import SPAN_END
+from ._partial_output import PartialTracker
+from ._state import Emit
+from ._state import HistoryView
+from ._state import LoopState
 from ._step_tools import prepare_tools
 
 if TYPE_CHECKING:

@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
 
 import anyio
 from typing_extensions import TypeVar
 
-from ferrule.core.messages import Message, TextPart, ToolCallPart
-from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
+from ferrule.core.messages import Message
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import TextPartDelta
 from ferrule.core.usage import RunUsage
 
-from ._deferred import Paused, PauseRequiredError
-from ._errors import RunCancelledError, attach_state
-from ._events import AgentStreamEvent, FinalResultEvent, PartialOutputEvent, RunStep
+from ._deferred import Paused
+from ._deferred import PauseRequiredError
+from ._errors import RunCancelledError
+from ._errors import attach_state
+from ._events import AgentStreamEvent
+from ._events import FinalResultEvent
+from ._events import PartialOutputEvent
+from ._events import RunStep
 from ._handoff import Handoff
-from ._partial_output import SPAN_END, PlainText
-from ._receipts import ActionReceipt, run_actions
+from ._partial_output import SPAN_END
+from ._partial_output import PlainText
+from ._receipts import ActionReceipt
+from ._receipts import run_actions
 
 if TYPE_CHECKING:
     from ._run import Run

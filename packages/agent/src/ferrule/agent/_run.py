@@ -13,52 +13,62 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 import anyio
 
 from ferrule.core import bounded_json
-from ferrule.core.messages import (
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import Model
 from ferrule.core.retry import DeadlineExceededError
 from ferrule.core.settings import ModelSettings
 
-from ._calls import ToolCallState, apply_argument_policies, classify, plain_return
-from ._errors import (
-    ContentFilteredResponseError,
-    IncompleteToolCallError,
-    OutputTruncatedError,
-    RunCancelledError,
-    RunTimeoutError,
-    ToolRetriesExceeded,
-    attach_state,
-)
-from ._events import (
-    EnqueuedMessagesEvent,
-    FinalResultEvent,
-    FinalStep,
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    ModelResponseStep,
-    OutputRetryEvent,
-    RunStep,
-    ToolResultsStep,
-)
-from ._guard import apply_guard, confirmed
-from ._output_step import Final, Rejected, count_output_failure, retry_output, text_output
-from ._pause import apply_decisions, deferred_calls, pause
+from ._calls import ToolCallState
+from ._calls import apply_argument_policies
+from ._calls import classify
+from ._calls import plain_return
+from ._errors import ContentFilteredResponseError
+from ._errors import IncompleteToolCallError
+from ._errors import OutputTruncatedError
+from ._errors import RunCancelledError
+from ._errors import RunTimeoutError
+from ._errors import ToolRetriesExceeded
+from ._errors import attach_state
+from ._events import EnqueuedMessagesEvent
+from ._events import FinalResultEvent
+from ._events import FinalStep
+from ._events import FunctionToolCallEvent
+from ._events import FunctionToolResultEvent
+from ._events import ModelResponseStep
+from ._events import OutputRetryEvent
+from ._events import RunStep
+from ._events import ToolResultsStep
+from ._guard import apply_guard
+from ._guard import confirmed
+from ._output_step import Final
+from ._output_step import Rejected
+from ._output_step import count_output_failure
+from ._output_step import retry_output
+from ._output_step import text_output
+from ._pause import apply_decisions
+from ._pause import deferred_calls
+from ._pause import pause
 from ._receipts import TOOL_NOT_EXECUTED
 from ._request import request
 from ._scheduler import run_calls
-from ._state import DONE, HANDLE, REQUEST, Emit, LoopState
+from ._state import DONE
+from ._state import HANDLE
+from ._state import REQUEST
+from ._state import Emit
+from ._state import LoopState
 from .hooks import HookDispatcher
 
 if TYPE_CHECKING:

@@ -6,12 +6,15 @@ only by a run that uses one of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
     from ._queue import PendingMessageQueue
-    from .capabilities import Capability, CapabilityLayer
+    from .capabilities import Capability
+    from .capabilities import CapabilityLayer
     from .context_budget import ContextBudget
     from .toolsets import AbstractToolset
 

@@ -10,18 +10,26 @@ inside a batch, `close_interrupted` gives every unfinished call a result so the 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import anyio
 
-from ferrule.core.messages import ModelRequest, ModelRequestPart, RetryPromptPart, ToolReturnPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.usage import UsageLimitExceeded
 
-from ._calls import ToolCallState, decided, plain_return
+from ._calls import ToolCallState
+from ._calls import decided
+from ._calls import plain_return
 from ._deferred import Approved
 from ._events import FunctionToolResultEvent
-from ._output_step import Final, tool_output
-from ._state import Emit, LoopState
+from ._output_step import Final
+from ._output_step import tool_output
+from ._state import Emit
+from ._state import LoopState
 from ._tool_call import execute_call
 from ._tools import Tool
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 
 def type_schema(tp: Any) -> dict[str, Any]:

@@ -4,9 +4,22 @@ types phases 2 and 3 use (`ferrule.agent.spec` adds the phases that build things
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
+from typing import Protocol
+from typing import Self
+from typing import TypeAlias
+from typing import TypeVar
+from typing import cast
+from typing import runtime_checkable
 
 import msgspec
 
@@ -16,14 +29,12 @@ from ferrule.core.retry import RetryPolicy
 from ferrule.core.settings import ModelSettings
 from ferrule.core.usage import UsageLimits
 
-from ._spec_parse import (
-    ENV_NAME,
-    DocumentFormat,
-    SpecError,
-    SpecParseError,
-    checked_convert,
-    load_document,
-)
+from ._spec_parse import ENV_NAME
+from ._spec_parse import DocumentFormat
+from ._spec_parse import SpecError
+from ._spec_parse import SpecParseError
+from ._spec_parse import checked_convert
+from ._spec_parse import load_document
 from ._tools import ToolLimits
 
 if TYPE_CHECKING:

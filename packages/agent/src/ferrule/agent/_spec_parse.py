@@ -11,12 +11,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, assert_never, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
+from typing import cast
 
 import msgspec
 import msgspec.inspect as mi
 
-from ferrule.core import bounded_json, bounded_yaml
+from ferrule.core import bounded_json
+from ferrule.core import bounded_yaml
 from ferrule.core.errors import UserError
 from ferrule.core.install import install_hint
 
@@ -215,7 +221,8 @@ def _shapes() -> Redactor:
 
 
 def _url_problem(url: str) -> str | None:
-    from urllib.parse import parse_qsl, urlsplit
+    from urllib.parse import parse_qsl
+    from urllib.parse import urlsplit
 
     from ferrule.core.redaction import is_sensitive_param
 

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 import msgspec
 
-from ._spec_document import (
-    AgentSpecData,
-    CapabilityCatalog,
-    CapabilityInfo,
-    CapabilityResolver,
-    ModelRef,
-    ModelResolver,
-    ProblemKind,
-    ProviderCheck,
-    ResolvedModel,
-    SpecProblem,
-    SpecResolutionError,
-    SpecValidationError,
-    ToolsetResolver,
-    ValidationReport,
-)
+from ._spec_document import AgentSpecData
+from ._spec_document import CapabilityCatalog
+from ._spec_document import CapabilityInfo
+from ._spec_document import CapabilityResolver
+from ._spec_document import ModelRef
+from ._spec_document import ModelResolver
+from ._spec_document import ProblemKind
+from ._spec_document import ProviderCheck
+from ._spec_document import ResolvedModel
+from ._spec_document import SpecProblem
+from ._spec_document import SpecResolutionError
+from ._spec_document import SpecValidationError
+from ._spec_document import ToolsetResolver
+from ._spec_document import ValidationReport
 from ._tools import Tool
 from ._util import settled
 
@@ -421,7 +424,10 @@ def _tool_for(registered: Tool[Any] | Callable[..., Any], name: str, requires_ap
 
 
 def _output_type(spec: AgentSpecData, output_types: Mapping[str, Any] | None) -> Any:
-    from ._output import NativeOutput, PromptedOutput, StructuredDict, ToolOutput
+    from ._output import NativeOutput
+    from ._output import PromptedOutput
+    from ._output import StructuredDict
+    from ._output import ToolOutput
 
     output = spec.output
     assert output is not None

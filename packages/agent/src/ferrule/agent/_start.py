@@ -10,27 +10,44 @@ instructions (once per run) and appends the prompt; `resume_run` continues at th
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 import anyio
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import Message, ModelRequest, SystemPromptPart, UserContent, UserPromptPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RunUsage, UsageLimits
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimits
 
 from ._core import AgentCore
-from ._deferred import Decision, ExternalResult, Paused, PausedState, ResumeDecisions, check_decisions
-from ._errors import PausedStateError, RunTimeoutError
+from ._deferred import Decision
+from ._deferred import ExternalResult
+from ._deferred import Paused
+from ._deferred import PausedState
+from ._deferred import ResumeDecisions
+from ._deferred import check_decisions
+from ._errors import PausedStateError
+from ._errors import RunTimeoutError
 from ._pause import resume_at
-from ._run import Run, new_run_id
-from ._run_options import NO_OPTIONS, RunOptions
+from ._run import Run
+from ._run import new_run_id
+from ._run_options import NO_OPTIONS
+from ._run_options import RunOptions
 from ._state import copy_usage
-from ._url_check import check_content, check_message
-from ._util import instruction_texts, merged_settings
+from ._url_check import check_content
+from ._url_check import check_message
+from ._util import instruction_texts
+from ._util import merged_settings
 from .correlation import RunCorrelation
 
 if TYPE_CHECKING:

@@ -8,21 +8,33 @@ one invocation) calls them in order. Nothing here runs a step.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import overload
 
 import msgspec
 
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, ToolCallPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import Model
 from ferrule.core.retry import RetryBudget
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RunUsage, UsageLimits
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimits
 
 from ._context import RunContext
 from ._core import AgentCore
-from ._deferred import Decision, Paused, PausedState
-from ._errors import RunState, attach_state
+from ._deferred import Decision
+from ._deferred import Paused
+from ._deferred import PausedState
+from ._errors import RunState
+from ._errors import attach_state
 from ._output_plan import OutputPlan
 from ._queue import PendingMessageQueue
 from ._receipts import run_actions
@@ -36,7 +48,8 @@ from .policies import PolicyStages
 
 if TYPE_CHECKING:
     from .durable import DurableRun
-    from .pricing import Pricing, RunCost
+    from .pricing import Pricing
+    from .pricing import RunCost
 
 __all__ = ["DONE", "HANDLE", "PAUSED", "REQUEST", "Emit", "HistoryView", "LoopState", "copy_usage"]
 

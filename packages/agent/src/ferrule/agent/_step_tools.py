@@ -8,8 +8,13 @@ agent's `AgentCore.step_tools` are used as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 import msgspec
 

@@ -9,30 +9,34 @@ a non-idempotent tool that timed out. Anything else the tool raises ends the run
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 import anyio
 import msgspec
 
 from ferrule.core.errors import UrlPolicyError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    RetryPromptPart,
-    ToolReturnPart,
-    UploadedFile,
-    VideoUrl,
-)
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import VideoUrl
 
 from ._calls import ToolCallState
-from ._errors import ModelRetry, ToolDefinitionError
+from ._errors import ModelRetry
+from ._errors import ToolDefinitionError
 from ._events import FunctionToolResultEvent
 from ._foreign import enc_hook
-from ._state import Emit, LoopState
-from ._tools import ToolLimits, ToolReturn
+from ._state import Emit
+from ._state import LoopState
+from ._tools import ToolLimits
+from ._tools import ToolReturn
 from ._url_check import check_content
 from .policies import PolicyStages
 

@@ -7,8 +7,18 @@ import inspect
 import math
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Final, Generic, Literal, TypeAlias, cast, get_origin
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
+from typing import Final
+from typing import Generic
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
+from typing import get_origin
 
 import msgspec
 
@@ -17,13 +27,25 @@ from ferrule.core.errors import UserError
 from ferrule.core.messages import UserContent
 from ferrule.core.model import ToolDefinition
 
-from ._context import DepsT, RunContext
-from ._effects import Confirmation, Risk, SideEffect
+from ._context import DepsT
+from ._context import RunContext
+from ._effects import Confirmation
+from ._effects import Risk
+from ._effects import SideEffect
 from ._errors import ToolDefinitionError
-from ._foreign import PydanticShape, described, enc_hook, pydantic_error_details, uses_pydantic
+from ._foreign import PydanticShape
+from ._foreign import described
+from ._foreign import enc_hook
 from ._foreign import model as pydantic_model
-from ._schema import SchemaMismatch, check_against, compile_schema, strip_title, type_schema
-from ._sync_tools import DEFAULT_SYNC_THREADS, ToolThreads
+from ._foreign import pydantic_error_details
+from ._foreign import uses_pydantic
+from ._schema import SchemaMismatch
+from ._schema import check_against
+from ._schema import compile_schema
+from ._schema import strip_title
+from ._schema import type_schema
+from ._sync_tools import DEFAULT_SYNC_THREADS
+from ._sync_tools import ToolThreads
 from ._util import is_async
 
 if TYPE_CHECKING:

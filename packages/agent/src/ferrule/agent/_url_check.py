@@ -12,19 +12,18 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from ferrule.core.messages import (
-    AudioUrl,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ToolReturnPart,
-    UserPromptPart,
-    VideoUrl,
-    is_request,
-)
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.messages import is_request
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy

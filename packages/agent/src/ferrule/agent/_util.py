@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeAlias
+from typing import TypeVar
+from typing import cast
 
 import anyio
 
 from ferrule.core.errors import UserError
-from ferrule.core.settings import ModelSettings, merge_settings
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import merge_settings
 
 if TYPE_CHECKING:
     from ferrule.core.messages import ToolCallPart

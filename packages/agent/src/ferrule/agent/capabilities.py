@@ -37,17 +37,26 @@ across a pause and resume of the same run.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Generic, Literal, TypeAlias
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import TypeAlias
 
 from ferrule.core.errors import UserError
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
 
-from ._context import DepsT, RunContext
+from ._context import DepsT
+from ._context import RunContext
 from ._errors import AgentRunError
-from ._tools import Tool, as_tool
-from .hooks import Hook, check_hooks
+from ._tools import Tool
+from ._tools import as_tool
+from .hooks import Hook
+from .hooks import check_hooks
 from .policies import ToolPolicy
 from .toolsets import AbstractToolset
 

@@ -24,34 +24,39 @@ request is sent. Only the provider-facing view is compacted; the run's history s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeAlias, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserPromptPart,
-    VideoUrl,
-)
-from ferrule.core.model import JsonSchemaFormat, ModelCall, ToolDefinition
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 
 from ._context import RunContext
 from ._errors import AgentRunError

@@ -26,30 +26,38 @@ from __future__ import annotations
 
 import contextvars
 import os
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any
+from typing import Literal
+from typing import Protocol
+from typing import TypeAlias
 
 import msgspec
 
 from ferrule.core.errors import FerruleError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    DocumentUrl,
-    ImageUrl,
-    ModelResponse,
-    TextContent,
-    ToolCallPart,
-    UploadedFile,
-    UserContent,
-    VideoUrl,
-)
-from ferrule.core.model import ModelCall, ModelStreamEvent
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
 
 from ._errors import ModelRetry
-from ._tools import Origin, SideEffect, Tool, ToolReturn
+from ._tools import Origin
+from ._tools import SideEffect
+from ._tools import Tool
+from ._tools import ToolReturn
 from ._util import duplicate_call_id
 
 __all__ = [

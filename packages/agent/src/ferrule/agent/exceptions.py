@@ -12,48 +12,47 @@ so that no module of the agent has to import a higher one to raise them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from ferrule.core.usage import UsageLimitExceeded
 
-from ._checkpoints import CheckpointConsumedError, CheckpointError, CheckpointNotFoundError
+from ._checkpoints import CheckpointConsumedError
+from ._checkpoints import CheckpointError
+from ._checkpoints import CheckpointNotFoundError
 from ._deferred import PauseRequiredError
-from ._errors import (
-    AgentRunError,
-    ContentFilteredResponseError,
-    DecisionError,
-    DuplicateToolCallIdError,
-    EmptyResponseError,
-    IncompleteToolCallError,
-    ModelRetry,
-    OutputRetriesExceeded,
-    OutputSpecError,
-    OutputTruncatedError,
-    PausedStateEncodeError,
-    PausedStateError,
-    PausedStateIntegrityError,
-    PausedStateVersionError,
-    PendingMessageQueueClosed,
-    RunCancelledError,
-    RunState,
-    RunTimeoutError,
-    ToolDefinitionError,
-    ToolRetriesExceeded,
-    ToolThreadsExhaustedError,
-    UnexpectedModelBehavior,
-    UnknownCostError,
-    run_state_of,
-)
+from ._errors import AgentRunError
+from ._errors import ContentFilteredResponseError
+from ._errors import DecisionError
+from ._errors import DuplicateToolCallIdError
+from ._errors import EmptyResponseError
+from ._errors import IncompleteToolCallError
+from ._errors import ModelRetry
+from ._errors import OutputRetriesExceeded
+from ._errors import OutputSpecError
+from ._errors import OutputTruncatedError
+from ._errors import PausedStateEncodeError
+from ._errors import PausedStateError
+from ._errors import PausedStateIntegrityError
+from ._errors import PausedStateVersionError
+from ._errors import PendingMessageQueueClosed
+from ._errors import RunCancelledError
+from ._errors import RunState
+from ._errors import RunTimeoutError
+from ._errors import ToolDefinitionError
+from ._errors import ToolRetriesExceeded
+from ._errors import ToolThreadsExhaustedError
+from ._errors import UnexpectedModelBehavior
+from ._errors import UnknownCostError
+from ._errors import run_state_of
 
 if TYPE_CHECKING:
-    from .context_budget import (
-        ContextBudgetExceeded,
-        ContextMediaTooLarge,
-        ContextPromptTooLarge,
-        ContextSchemaTooLarge,
-        ContextTokenLimitExceeded,
-        ContextToolsTooLarge,
-    )
+    from .context_budget import ContextBudgetExceeded
+    from .context_budget import ContextMediaTooLarge
+    from .context_budget import ContextPromptTooLarge
+    from .context_budget import ContextSchemaTooLarge
+    from .context_budget import ContextTokenLimitExceeded
+    from .context_budget import ContextToolsTooLarge
 
 __all__ = [
     "AgentRunError",

@@ -20,25 +20,28 @@ view never holds a tool result without its call, or a call without its result.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeAlias, TypeVar, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import TypeAlias
+from typing import TypeVar
+from typing import cast
 
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
 
 from ._context import RunContext
 from ._util import settled

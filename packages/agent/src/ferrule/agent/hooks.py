@@ -32,13 +32,19 @@ them, copy what you keep, never mutate them. A hook that raises stops the run wi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
 from ferrule.core.errors import UserError
-from ferrule.core.messages import ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
 from ferrule.core.model import ModelCall
 from ferrule.core.usage import RunUsage
 

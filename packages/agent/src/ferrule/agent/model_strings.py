@@ -8,7 +8,8 @@ Model`. `test` (alone, or `test:<name>`) is built in and gives a [`TestModel`][f
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
+from importlib.metadata import entry_points
 from typing import cast
 
 from ferrule.core.errors import UserError

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from .model_strings import (
-    ENTRY_POINT_GROUP,
-    KNOWN_PACKAGES,
-    UnknownModelError,
-    infer_model,
-    installed_providers,
-)
+from .model_strings import ENTRY_POINT_GROUP
+from .model_strings import KNOWN_PACKAGES
+from .model_strings import UnknownModelError
+from .model_strings import infer_model
+from .model_strings import installed_providers
 
 __all__ = ["ENTRY_POINT_GROUP", "KNOWN_PACKAGES", "UnknownModelError", "infer_model", "installed_providers"]

@@ -38,19 +38,27 @@ import math
 import os
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import anyio
 import msgspec
 
 from ferrule.core.errors import UserError
 from ferrule.core.messages import Message
-from ferrule.core.usage import RunUsage, UsageLimits
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimits
 
 from ._context import RunContext
-from .capabilities import Capability, CapabilityLayer
+from .capabilities import Capability
+from .capabilities import CapabilityLayer
 from .correlation import RunCorrelation
-from .exceptions import AgentRunError, RunCancelledError, RunTimeoutError, run_state_of
+from .exceptions import AgentRunError
+from .exceptions import RunCancelledError
+from .exceptions import RunTimeoutError
+from .exceptions import run_state_of
 
 if TYPE_CHECKING:
     from ._agent import Agent

@@ -26,8 +26,11 @@ class NoDeletes(ToolPolicy):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import ToolDefinition

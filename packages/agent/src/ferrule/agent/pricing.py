@@ -26,10 +26,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time
+from datetime import UTC
+from datetime import date
+from datetime import datetime
+from datetime import time
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 

@@ -32,34 +32,42 @@ resolver that configures providers, such as `ferrule.cli.model_resolver` from `f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Self
 
 import msgspec
 
-from ._spec_document import (
-    SPEC_VERSION,
-    AgentSpecData,
-    CapabilityCatalog,
-    CapabilityInfo,
-    CapabilityRef,
-    CapabilityResolver,
-    ModelRef,
-    ModelResolver,
-    OutputRef,
-    ProviderCheck,
-    ResolvedModel,
-    SpecProblem,
-    SpecResolutionError,
-    SpecValidationError,
-    ToolRef,
-    ToolsetResolver,
-    ValidationReport,
-    entry_point_model_resolver,
-    parse_document,
-)
-from ._spec_parse import DocumentFormat, SpecError, SpecParseError, find_secrets, load_document
+from ._spec_document import SPEC_VERSION
+from ._spec_document import AgentSpecData
+from ._spec_document import CapabilityCatalog
+from ._spec_document import CapabilityInfo
+from ._spec_document import CapabilityRef
+from ._spec_document import CapabilityResolver
+from ._spec_document import ModelRef
+from ._spec_document import ModelResolver
+from ._spec_document import OutputRef
+from ._spec_document import ProviderCheck
+from ._spec_document import ResolvedModel
+from ._spec_document import SpecProblem
+from ._spec_document import SpecResolutionError
+from ._spec_document import SpecValidationError
+from ._spec_document import ToolRef
+from ._spec_document import ToolsetResolver
+from ._spec_document import ValidationReport
+from ._spec_document import entry_point_model_resolver
+from ._spec_document import parse_document
+from ._spec_parse import DocumentFormat
+from ._spec_parse import SpecError
+from ._spec_parse import SpecParseError
+from ._spec_parse import find_secrets
+from ._spec_parse import load_document
 from ._tools import Tool
 from ._util import settled
 

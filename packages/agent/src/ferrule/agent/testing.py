@@ -20,31 +20,33 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeAlias, cast
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import Any
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.core.model import (
-    JsonSchemaFormat,
-    Model,
-    ModelCall,
-    ModelStreamEvent,
-    OutputFormat,
-    ResponseCompleted,
-    ToolDefinition,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import OutputFormat
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.streaming import ResponseBuilder

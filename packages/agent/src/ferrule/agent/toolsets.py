@@ -23,15 +23,27 @@ entry; it is application data and never sent to a model.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeAlias, TypeVar, cast, overload
+from typing import Any
+from typing import Generic
+from typing import Self
+from typing import TypeAlias
+from typing import TypeVar
+from typing import cast
+from typing import overload
 
 from ferrule.core.model import ToolDefinition
 
-from ._context import DepsT, RunContext
+from ._context import DepsT
+from ._context import RunContext
 from ._errors import ToolDefinitionError
-from ._tools import Tool, as_tool
+from ._tools import Tool
+from ._tools import as_tool
 from ._util import settled
 
 __all__ = [

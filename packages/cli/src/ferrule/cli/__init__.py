@@ -14,7 +14,8 @@ subcommand runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from ._exit import ExitCode
 from ._main import main

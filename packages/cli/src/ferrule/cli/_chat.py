@@ -12,17 +12,21 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import msgspec
 
-from ._exit import ExitCode, UsageError
+from ._exit import ExitCode
+from ._exit import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
 
-    from ferrule.agent import Agent, Decision, Paused
+    from ferrule.agent import Agent
+    from ferrule.agent import Decision
+    from ferrule.agent import Paused
     from ferrule.core.messages import Message
 
     from ._setup import Setup
@@ -83,9 +87,13 @@ class _Renderer:
         self.text = ""
 
     def feed(self, event: Any) -> None:
-        from ferrule.agent import FunctionToolCallEvent, FunctionToolResultEvent
-        from ferrule.core.messages import RetryPromptPart, TextPart
-        from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
+        from ferrule.agent import FunctionToolCallEvent
+        from ferrule.agent import FunctionToolResultEvent
+        from ferrule.core.messages import RetryPromptPart
+        from ferrule.core.messages import TextPart
+        from ferrule.core.model import PartDeltaEvent
+        from ferrule.core.model import PartStartEvent
+        from ferrule.core.model import TextPartDelta
 
         if isinstance(event, PartStartEvent):
             if isinstance(event.part, TextPart):
@@ -181,7 +189,8 @@ def _wait(future: Future[Any], portal: Any, session: _Session, console: Console)
 
 
 def _ask(paused: Paused, console: Console) -> dict[str, Decision]:
-    from ferrule.agent import Approved, Denied
+    from ferrule.agent import Approved
+    from ferrule.agent import Denied
 
     decisions: dict[str, Decision] = {}
     for call in paused.pending:
@@ -267,7 +276,8 @@ def _chat(args: argparse.Namespace) -> int:
     from anyio.from_thread import start_blocking_portal
     from rich.console import Console
 
-    from ._files import load_history, save_history
+    from ._files import load_history
+    from ._files import save_history
     from ._run import open_agent
     from ._setup import build_setup
 

@@ -7,7 +7,8 @@ Install: `ferrule completion bash > ~/.local/share/bash-completion/completions/f
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import cast
 
 __all__ = ["completion_script"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import msgspec
 
@@ -85,7 +86,8 @@ class CliConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 def load_config(path: Path) -> CliConfig:
     """Read and check a configuration file (exit 3 on any problem)."""
-    from ferrule.agent.spec import SpecParseError, parse_document
+    from ferrule.agent.spec import SpecParseError
+    from ferrule.agent.spec import parse_document
 
     data = read_bounded(path, bounded_json.CLI_CONFIG.max_bytes, "configuration")
     try:

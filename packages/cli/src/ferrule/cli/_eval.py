@@ -17,20 +17,19 @@ import anyio
 
 from ferrule.core.install import install_hint
 
-from ._exit import ExitCode, UsageError
+from ._exit import ExitCode
+from ._exit import UsageError
 
 __all__ = ["eval_command"]
 
 
 async def _evaluate(args: argparse.Namespace) -> int:
-    from ferrule.evals import (
-        EvaluatorRegistry,
-        ExecutionOptions,
-        compare_reports,
-        load_report_file,
-        run_dataset_file,
-        save_report,
-    )
+    from ferrule.evals import EvaluatorRegistry
+    from ferrule.evals import ExecutionOptions
+    from ferrule.evals import compare_reports
+    from ferrule.evals import load_report_file
+    from ferrule.evals import run_dataset_file
+    from ferrule.evals import save_report
 
     from ._files import atomic_write
     from ._run import open_agent

@@ -72,11 +72,14 @@ def unwrap(error: BaseException) -> BaseException:
 
 def exit_code_for(error: BaseException) -> ExitCode:
     """The exit code an exception maps to (see `ExitCode`)."""
-    from ferrule.agent.exceptions import PausedStateError, PauseRequiredError
+    from ferrule.agent.exceptions import PausedStateError
+    from ferrule.agent.exceptions import PauseRequiredError
     from ferrule.agent.models import UnknownModelError
-    from ferrule.agent.spec import SpecError, SpecValidationError
+    from ferrule.agent.spec import SpecError
+    from ferrule.agent.spec import SpecValidationError
     from ferrule.core.bounded_json import JsonError
-    from ferrule.core.errors import MissingCredentialError, ProviderError
+    from ferrule.core.errors import MissingCredentialError
+    from ferrule.core.errors import ProviderError
     from ferrule.core.history import HistoryError
 
     error = unwrap(error)

@@ -7,9 +7,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
+from typing import BinaryIO
 
-from ._exit import ConfigError, UsageError
+from ._exit import ConfigError
+from ._exit import UsageError
 
 if TYPE_CHECKING:
     from ferrule.core.messages import Message
@@ -79,7 +81,8 @@ def atomic_write(path: Path, data: bytes) -> None:
 def load_history(path: Path) -> list[Message]:
     """The canonical history in `path` (ferrule's versioned document or PydanticAI's JSON list); a
     missing file is an empty history."""
-    from ferrule.core import bounded_json, history
+    from ferrule.core import bounded_json
+    from ferrule.core import history
 
     if not path.exists():
         return []

@@ -10,7 +10,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from ._exit import ExitCode, UsageError
+from ._exit import ExitCode
+from ._exit import UsageError
 
 __all__ = ["models_command"]
 
@@ -55,7 +56,8 @@ async def _discover(provider_name: str, args: argparse.Namespace) -> list[str]:
             raise CredentialError(f"{args.api_key_env} is not set")
         env[args.api_key_env] = os.environ[args.api_key_env]
     if provider_name == "llamacpp":
-        from ferrule.providers.llamacpp import CATALOG, cached_model_path
+        from ferrule.providers.llamacpp import CATALOG
+        from ferrule.providers.llamacpp import cached_model_path
 
         return [
             f"{name}{'  (cached)' if cached_model_path(model) else ''}" for name, model in CATALOG.items()

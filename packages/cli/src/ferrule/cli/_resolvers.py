@@ -6,9 +6,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from ._exit import ConfigError
 
@@ -58,7 +61,8 @@ def model_resolver(ref: ModelRef, env: Mapping[str, str]) -> Model:
     them it builds the provider of one of `CONFIGURABLE_PROVIDERS` with the key from `env[api_key_env]`
     and the URL policy of `ref.url_policy()`.
     """
-    from ferrule.agent.spec import SpecResolutionError, entry_point_model_resolver
+    from ferrule.agent.spec import SpecResolutionError
+    from ferrule.agent.spec import entry_point_model_resolver
 
     if ref.api_key_env is None and ref.base_url is None:
         return entry_point_model_resolver(ref, env)
@@ -71,18 +75,22 @@ def model_resolver(ref: ModelRef, env: Mapping[str, str]) -> Model:
     name = ref.name
     match ref.provider:
         case "openai" | "openai-responses" | "openai-chat":
-            from ferrule.providers.openai import OpenAIChatModel, OpenAIProvider, OpenAIResponsesModel
+            from ferrule.providers.openai import OpenAIChatModel
+            from ferrule.providers.openai import OpenAIProvider
+            from ferrule.providers.openai import OpenAIResponsesModel
 
             provider = OpenAIProvider(api_key=api_key, **options)
             if ref.provider == "openai-chat":
                 return OpenAIChatModel(name, provider=provider)
             return OpenAIResponsesModel(name, provider=provider)
         case "anthropic":
-            from ferrule.providers.anthropic import AnthropicModel, AnthropicProvider
+            from ferrule.providers.anthropic import AnthropicModel
+            from ferrule.providers.anthropic import AnthropicProvider
 
             return AnthropicModel(name, provider=AnthropicProvider(api_key=api_key, **options))
         case "google-gla" | "gemini":
-            from ferrule.providers.google import GoogleModel, GoogleProvider
+            from ferrule.providers.google import GoogleModel
+            from ferrule.providers.google import GoogleProvider
 
             return GoogleModel(name, provider=GoogleProvider(api_key=api_key, **options))
         case prefix if prefix in _COMPATIBLE:

@@ -7,19 +7,33 @@ import contextlib
 import functools
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TextIO
 
 import anyio
 import msgspec
 
-from ._exit import ConfigError, ExitCode, UsageError, exit_code_for
-from ._files import load_history, read_bounded, read_prompt, save_history
-from ._setup import Setup, build_setup
+from ._exit import ConfigError
+from ._exit import ExitCode
+from ._exit import UsageError
+from ._exit import exit_code_for
+from ._files import load_history
+from ._files import read_bounded
+from ._files import read_prompt
+from ._files import save_history
+from ._setup import Setup
+from ._setup import build_setup
 
 if TYPE_CHECKING:
-    from ferrule.agent import Agent, AgentRunResult, Decision, Paused, PausedState
+    from ferrule.agent import Agent
+    from ferrule.agent import AgentRunResult
+    from ferrule.agent import Decision
+    from ferrule.agent import Paused
+    from ferrule.agent import PausedState
     from ferrule.agent.spec import ResolvedAgent
 
 __all__ = ["open_agent", "run_command"]
@@ -29,7 +43,8 @@ __all__ = ["open_agent", "run_command"]
 async def open_agent(setup: Setup) -> AsyncGenerator[ResolvedAgent]:
     """The resolved agent with its MCP servers entered; they are shut down when the block exits,
     also when it exits by an error or by cancellation (Ctrl-C)."""
-    from ._resolvers import mcp_toolsets, model_resolver
+    from ._resolvers import mcp_toolsets
+    from ._resolvers import model_resolver
 
     resolved = await setup.spec.resolve(model_resolver, tools=setup.tools, toolset_resolver=mcp_toolsets)
     async with contextlib.AsyncExitStack() as stack:
@@ -91,7 +106,9 @@ class _Sink:
             self._emit(self.bridge.feed(event))
         elif self.stream_text:
             from ferrule.core.messages import TextPart
-            from ferrule.core.model import PartDeltaEvent, PartStartEvent, TextPartDelta
+            from ferrule.core.model import PartDeltaEvent
+            from ferrule.core.model import PartStartEvent
+            from ferrule.core.model import TextPartDelta
 
             text = None
             if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
@@ -188,7 +205,9 @@ def describe(error: BaseException) -> str:
 
 def _decisions(state: PausedState, approval: str, external: dict[str, Any]) -> dict[str, Decision]:
     """One decision for every pending call; external calls run only with an explicit result."""
-    from ferrule.agent import Approved, Denied, ExternalResult
+    from ferrule.agent import Approved
+    from ferrule.agent import Denied
+    from ferrule.agent import ExternalResult
 
     pending = {p.tool_call_id: p for p in state.pending}
     unknown = sorted(set(external) - set(pending))
@@ -215,7 +234,8 @@ def _decisions(state: PausedState, approval: str, external: dict[str, Any]) -> d
 
 
 async def _ask(paused: Paused, err: TextIO) -> dict[str, Decision]:
-    from ferrule.agent import Approved, Denied
+    from ferrule.agent import Approved
+    from ferrule.agent import Denied
 
     decisions: dict[str, Decision] = {}
     for call in paused.pending:

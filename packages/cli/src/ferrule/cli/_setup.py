@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import msgspec
 
-from ._config import ApprovalMode, CliConfig, OutputMode, load_config
-from ._exit import ConfigError, CredentialError, UsageError
+from ._config import ApprovalMode
+from ._config import CliConfig
+from ._config import OutputMode
+from ._config import load_config
+from ._exit import ConfigError
+from ._exit import CredentialError
+from ._exit import UsageError
 from ._resolvers import load_tools
 
 if TYPE_CHECKING:
     from ferrule.agent import Tool
-    from ferrule.agent.spec import AgentSpec, ModelRef
+    from ferrule.agent.spec import AgentSpec
+    from ferrule.agent.spec import ModelRef
 
 __all__ = ["DEFAULT_PAUSED_STATE", "MODEL_ENV", "Setup", "build_setup"]
 
@@ -103,7 +111,9 @@ def build_setup(
     args: argparse.Namespace, *, default_approval: ApprovalMode, model_optional: bool = False
 ) -> Setup:
     """The invocation's `Setup` (exit 2 for flag problems, 3 for file problems)."""
-    from ferrule.agent.spec import AgentSpec, SpecParseError, ToolRef
+    from ferrule.agent.spec import AgentSpec
+    from ferrule.agent.spec import SpecParseError
+    from ferrule.agent.spec import ToolRef
 
     config = load_config(Path(args.config)) if args.config else CliConfig()
     base = Path(args.config).resolve().parent if args.config else Path.cwd()

@@ -11,12 +11,21 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .errors import FerruleError, ProviderError, UnsupportedFeatureError, UserError
-    from .messages import Message, ModelRequest, ModelResponse
-    from .model import Model, ModelCall, ToolDefinition
+    from .errors import FerruleError
+    from .errors import ProviderError
+    from .errors import UnsupportedFeatureError
+    from .errors import UserError
+    from .messages import Message
+    from .messages import ModelRequest
+    from .messages import ModelResponse
+    from .model import Model
+    from .model import ModelCall
+    from .model import ToolDefinition
     from .profile import ModelProfile
     from .settings import ModelSettings
-    from .usage import RequestUsage, RunUsage, UsageLimits
+    from .usage import RequestUsage
+    from .usage import RunUsage
+    from .usage import UsageLimits
 
 __version__ = "0.1.0"
 

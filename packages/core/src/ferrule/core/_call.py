@@ -7,7 +7,9 @@ profile check can name a call without the model module naming the profile back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
+from typing import NamedTuple
 
 __all__ = ["LimitExceeded", "Malformed", "Plan", "check"]
 

@@ -25,8 +25,14 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple, cast
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import NamedTuple
+from typing import cast
 
 __all__ = [
     "DIALECTS",

@@ -27,11 +27,15 @@ from typing import TypeVar
 
 import msgspec
 
-from . import bounded_json, codec
+from . import bounded_json
+from . import codec
 from .codec import WireRequest
 from .errors import ResponseDecodeError
-from .messages import FinishReason, ModelResponse
-from .model import ModelCall, ModelStreamEvent, ResponseCompleted
+from .messages import FinishReason
+from .messages import ModelResponse
+from .model import ModelCall
+from .model import ModelStreamEvent
+from .model import ResponseCompleted
 from .sse import SseEvent
 from .streaming import ResponseBuilder
 from .usage import RequestUsage

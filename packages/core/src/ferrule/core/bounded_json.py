@@ -20,13 +20,22 @@ from __future__ import annotations
 import functools
 import re
 import types
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Generic, TypeVar, overload
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import Generic
+from typing import TypeVar
+from typing import overload
 
 import msgspec
 
-from ._json_scan import LimitExceeded, Malformed, check
-from .errors import FerruleError, ResponseDecodeError
+from ._json_scan import LimitExceeded
+from ._json_scan import Malformed
+from ._json_scan import check
+from .errors import FerruleError
+from .errors import ResponseDecodeError
 
 __all__ = [
     "CLI_CONFIG",

@@ -25,9 +25,12 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
-from .bounded_json import JsonLimitError, JsonLimits
+from .bounded_json import JsonLimitError
+from .bounded_json import JsonLimits
 from .install import install_hint
 
 __all__ = ["YamlError", "YamlProblem", "dump_yaml", "load_yaml"]

@@ -34,20 +34,39 @@ import functools
 import itertools
 import operator
 from array import array
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, TypeVar, cast
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import Generic
+from typing import Protocol
+from typing import TypeVar
+from typing import cast
 
 import msgspec
 
 from .errors import ResponseDecodeError
-from .model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
-from .settings import ModelSettings, validate_request_headers
-from .sse import SseEvent, SseParser
+from .model import Model
+from .model import ModelCall
+from .model import ModelStreamEvent
+from .model import ResponseCompleted
+from .settings import ModelSettings
+from .settings import validate_request_headers
+from .sse import SseEvent
+from .sse import SseParser
 
 if TYPE_CHECKING:
     from .bounded_json import FastPathDecoder
     from .messages import ModelResponse
-    from .provider import Provider, QueryParams, RequestOptions
+    from .provider import Provider
+    from .provider import QueryParams
+    from .provider import RequestOptions
     from .redaction import Redactor
 
 __all__ = [

@@ -15,15 +15,17 @@ match part:
 
 from __future__ import annotations
 
-from typing import Final, Never, TypeAlias, assert_never, cast
+from typing import Final
+from typing import Never
+from typing import TypeAlias
+from typing import assert_never
+from typing import cast
 
-from .messages import (
-    CapabilityLoadDeltaPart,
-    InstructionBaselinePart,
-    InstructionDeltaPart,
-    ModelSettingsDeltaPart,
-    ToolAvailabilityDeltaPart,
-)
+from .messages import CapabilityLoadDeltaPart
+from .messages import InstructionBaselinePart
+from .messages import InstructionDeltaPart
+from .messages import ModelSettingsDeltaPart
+from .messages import ToolAvailabilityDeltaPart
 
 __all__ = ["UNTRANSCRIBED_SPEECH", "ConfigRecordPart", "never_sent"]
 

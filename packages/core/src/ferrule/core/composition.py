@@ -22,18 +22,33 @@ model = FallbackModel(primary, backup)   # backup answers when primary is rate l
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from typing import Any
+from typing import Final
 
 import anyio
 import msgspec
 
-from .errors import ErrorCategory, FerruleError, ProviderError, UnsupportedFeatureError, UserError
-from .messages import ModelRequestAttempt, ModelResponse
-from .model import Model, ModelCall, ModelStreamEvent, ResponseCompleted
+from .errors import ErrorCategory
+from .errors import FerruleError
+from .errors import ProviderError
+from .errors import UnsupportedFeatureError
+from .errors import UserError
+from .messages import ModelRequestAttempt
+from .messages import ModelResponse
+from .model import Model
+from .model import ModelCall
+from .model import ModelStreamEvent
+from .model import ResponseCompleted
 from .profile import ModelProfile
-from .settings import ModelSettings, merge_settings
+from .settings import ModelSettings
+from .settings import merge_settings
 
 __all__ = ["TRANSIENT_CATEGORIES", "FallbackExhausted", "FallbackModel", "SelectorModel"]
 

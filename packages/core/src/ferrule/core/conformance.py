@@ -31,17 +31,28 @@ import contextlib
 import functools
 import itertools
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 
-from .codec import Codec, StreamDecoder, completed_response
+from .codec import Codec
+from .codec import StreamDecoder
+from .codec import completed_response
 from .install import install_hint
 from .messages import ModelResponse
-from .model import ModelStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent, ResponseCompleted
-from .sse import SseEvent, SseParser
+from .model import ModelStreamEvent
+from .model import PartDeltaEvent
+from .model import PartEndEvent
+from .model import PartStartEvent
+from .model import ResponseCompleted
+from .sse import SseEvent
+from .sse import SseParser
 
 __all__ = [
     "AWKWARD_CHUNK_SIZES",

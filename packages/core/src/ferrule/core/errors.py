@@ -14,7 +14,8 @@ Errors fall into two families:
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 __all__ = [
     "AuthenticationError",

@@ -33,26 +33,29 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import TypeVar
+from typing import cast
 from urllib.parse import urlparse
 
 import msgspec
 
 from . import bounded_json
 from .errors import FerruleError
-from .messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelResponse,
-    NativeToolReturnPart,
-    ToolReturnPart,
-    UploadedFile,
-    VideoUrl,
-)
+from .messages import AudioUrl
+from .messages import BinaryContent
+from .messages import DocumentUrl
+from .messages import ImageUrl
+from .messages import Message
+from .messages import ModelResponse
+from .messages import NativeToolReturnPart
+from .messages import ToolReturnPart
+from .messages import UploadedFile
+from .messages import VideoUrl
 
 __all__ = [
     "HISTORY_VERSION",

@@ -15,15 +15,24 @@ import http
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from datetime import UTC
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 import msgspec
 
 from . import bounded_json
-from .errors import ERROR_CLASSES, ErrorCategory, ProviderError
-from .redaction import REDACTED, Redactor, is_sensitive_header, redact_headers, redactor_for
+from .errors import ERROR_CLASSES
+from .errors import ErrorCategory
+from .errors import ProviderError
+from .redaction import REDACTED
+from .redaction import Redactor
+from .redaction import is_sensitive_header
+from .redaction import redact_headers
+from .redaction import redactor_for
 
 __all__ = [
     "MAX_REQUEST_ID_LENGTH",

@@ -22,14 +22,21 @@ import collections
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 import msgspec
 
 from . import bounded_json
-from ._schema_compile import DIALECTS, SchemaProblem, check, upgrade, walk_subschemas
+from ._schema_compile import DIALECTS
 from ._schema_compile import SUPPORTED_DIALECT as _DIALECT
-from .errors import FerruleError, UserError
+from ._schema_compile import SchemaProblem
+from ._schema_compile import check
+from ._schema_compile import upgrade
+from ._schema_compile import walk_subschemas
+from .errors import FerruleError
+from .errors import UserError
 
 __all__ = [
     "SUPPORTED_DIALECT",

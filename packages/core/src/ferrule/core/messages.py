@@ -17,9 +17,17 @@ model.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard, cast
+from collections.abc import Callable
+from collections.abc import Iterator
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+from typing import TypeAlias
+from typing import TypeGuard
+from typing import cast
 
 import msgspec
 

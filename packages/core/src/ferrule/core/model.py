@@ -21,22 +21,23 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeAlias
 
 import msgspec
 
-from ._call import (
-    TEXT_FORMAT,
-    JsonObjectFormat,
-    JsonSchemaFormat,
-    ModelCall,
-    NativeTool,
-    OutputFormat,
-    TextFormat,
-    ToolDefinition,
-)
+from ._call import TEXT_FORMAT
+from ._call import JsonObjectFormat
+from ._call import JsonSchemaFormat
+from ._call import ModelCall
+from ._call import NativeTool
+from ._call import OutputFormat
+from ._call import TextFormat
+from ._call import ToolDefinition
 from .errors import ResponseDecodeError
-from .messages import ModelResponse, ModelResponsePart
+from .messages import ModelResponse
+from .messages import ModelResponsePart
 from .profile import ModelProfile
 from .settings import ModelSettings
 

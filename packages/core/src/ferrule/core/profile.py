@@ -8,25 +8,30 @@ request. The default profile is fail-closed: it declares plain text in and out a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Literal
+from typing import Protocol
+from typing import TypeAlias
 
 import msgspec
 
-from ._call import JsonObjectFormat, JsonSchemaFormat, ModelCall, NativeToolKind
+from ._call import JsonObjectFormat
+from ._call import JsonSchemaFormat
+from ._call import ModelCall
+from ._call import NativeToolKind
 from .errors import UnsupportedFeatureError
-from .messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    UploadedFile,
-    UserPromptPart,
-    VideoUrl,
-    is_request,
-)
+from .messages import AudioUrl
+from .messages import BinaryContent
+from .messages import DocumentUrl
+from .messages import ImageUrl
+from .messages import UploadedFile
+from .messages import UserPromptPart
+from .messages import VideoUrl
+from .messages import is_request
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Sequence
+    from collections.abc import Hashable
+    from collections.abc import Sequence
 
     from .messages import Message
     from .settings import ModelSettings

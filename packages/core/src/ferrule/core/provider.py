@@ -18,57 +18,58 @@ import functools
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Mapping
 from types import TracebackType
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Concatenate,
-    Literal,
-    NamedTuple,
-    ParamSpec,
-    Self,
-    TypeAlias,
-    TypedDict,
-    TypeVar,
-    Unpack,
-)
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Concatenate
+from typing import Literal
+from typing import NamedTuple
+from typing import ParamSpec
+from typing import Self
+from typing import TypeAlias
+from typing import TypedDict
+from typing import TypeVar
+from typing import Unpack
 
 import anyio
 import msgspec
 
-from ._clock import asyncio_loop, current_time
-from .errors import (
-    BadRequestError,
-    ErrorCategory,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderTimeoutError,
-    ResponseDecodeError,
-    ResponseTooLargeError,
-    UrlPolicyError,
-    UserError,
-)
-from .http import (
-    ErrorBodyPolicy,
-    HttpLimits,
-    HttpResponse,
-    Timeouts,
-    error_from_response,
-    parse_error_body,
-    request_id_from_headers,
-)
-from .redaction import (
-    HTTP_LOGGERS,
-    Redactor,
-    check_credential,
-    check_header_value,
-    is_sensitive_header,
-    is_sensitive_param,
-    redact_logs_of,
-)
-from .sse import SseEvent, SseParser
-from .url_policy import UrlPolicy, redact_url, url_origin
+from ._clock import asyncio_loop
+from ._clock import current_time
+from .errors import BadRequestError
+from .errors import ErrorCategory
+from .errors import ProviderConnectionError
+from .errors import ProviderError
+from .errors import ProviderTimeoutError
+from .errors import ResponseDecodeError
+from .errors import ResponseTooLargeError
+from .errors import UrlPolicyError
+from .errors import UserError
+from .http import ErrorBodyPolicy
+from .http import HttpLimits
+from .http import HttpResponse
+from .http import Timeouts
+from .http import error_from_response
+from .http import parse_error_body
+from .http import request_id_from_headers
+from .redaction import HTTP_LOGGERS
+from .redaction import Redactor
+from .redaction import check_credential
+from .redaction import check_header_value
+from .redaction import is_sensitive_header
+from .redaction import is_sensitive_param
+from .redaction import redact_logs_of
+from .sse import SseEvent
+from .sse import SseParser
+from .url_policy import UrlPolicy
+from .url_policy import redact_url
+from .url_policy import url_origin
 
 if TYPE_CHECKING:
     # httpx2 is imported where a client or request is built (and in the handlers that follow),

@@ -20,14 +20,23 @@ import functools
 import logging
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar, Token
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from contextvars import ContextVar
+from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import Self
+from typing import cast
 
 import msgspec
 
-from .errors import FerruleError, InvalidCredentialError, UserError
+from .errors import FerruleError
+from .errors import InvalidCredentialError
+from .errors import UserError
 
 if TYPE_CHECKING:
     import httpx2

@@ -22,18 +22,26 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import anyio
 import msgspec
 
 from ._clock import current_time
-from .errors import ErrorCategory, FerruleError, ProviderError, ProviderTimeoutError
+from .errors import ErrorCategory
+from .errors import FerruleError
+from .errors import ProviderError
+from .errors import ProviderTimeoutError
 
 if TYPE_CHECKING:
     from .messages import ModelResponse
-    from .model import Model, ModelCall, ModelStreamEvent
+    from .model import Model
+    from .model import ModelCall
+    from .model import ModelStreamEvent
 
 __all__ = [
     "DEFAULT_RETRY_CATEGORIES",

@@ -9,8 +9,11 @@ which cannot override a key the portable encoder owns.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any, Literal, TypeAlias
+from collections.abc import Collection
+from collections.abc import Mapping
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

@@ -12,16 +12,18 @@ import itertools
 from collections.abc import Hashable
 from typing import Any
 
-from .messages import ModelResponsePart, TextPart, ThinkingPart, ToolCallPart, new_tool_call_id
-from .model import (
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    TextPartDelta,
-    ThinkingPartDelta,
-    ToolCallPartDelta,
-)
+from .messages import ModelResponsePart
+from .messages import TextPart
+from .messages import ThinkingPart
+from .messages import ToolCallPart
+from .messages import new_tool_call_id
+from .model import ModelStreamEvent
+from .model import PartDeltaEvent
+from .model import PartEndEvent
+from .model import PartStartEvent
+from .model import TextPartDelta
+from .model import ThinkingPartDelta
+from .model import ToolCallPartDelta
 
 __all__ = ["ResponseBuilder"]
 

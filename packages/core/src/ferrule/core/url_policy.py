@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
+from typing import Final
 
 import msgspec
 import msgspec.structs

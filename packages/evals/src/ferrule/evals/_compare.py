@@ -19,13 +19,22 @@ and true (`added`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Final, Literal, TypeAlias, TypeVar
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
+from typing import TypeVar
 
 import msgspec
 
-from ._errors import CaseIdentityMismatch, DuplicateEntry
-from ._report_data import Analysis, CaseResult, EvaluationResult, ReportData
+from ._errors import CaseIdentityMismatch
+from ._errors import DuplicateEntry
+from ._report_data import Analysis
+from ._report_data import CaseResult
+from ._report_data import EvaluationResult
+from ._report_data import ReportData
 
 __all__ = [
     "CI_FORMAT",

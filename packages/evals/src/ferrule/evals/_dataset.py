@@ -6,37 +6,46 @@ import functools
 import inspect
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import TypeAlias
 
 import anyio
 import msgspec
 
-from ferrule.agent import Agent, AgentRunResult
-from ferrule.agent.pricing import Pricing, nano_usd
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent.pricing import Pricing
+from ferrule.agent.pricing import nano_usd
 from ferrule.core.messages import ModelResponse
 from ferrule.core.usage import RunUsage
 
 from ._case import Case
-from ._errors import (
-    DuplicateCaseName,
-    DuplicateEvaluatorName,
-    InvalidCase,
-    InvalidExecutionOptions,
-    TraceEvaluationRequiresTelemetry,
-)
-from ._evaluators import (
-    Evaluator,
-    ReportEvaluator,
-    TraceContext,
-    TraceEvaluator,
-    run_evaluator,
-    run_report_evaluator,
-    run_trace_evaluator,
-)
-from ._events import EvalEvent, EvalHook
-from ._report import CaseResult, EvaluationResult, Report, ReportCase
-from ._spans import SpanRecord, attach, capturable, collecting
+from ._errors import DuplicateCaseName
+from ._errors import DuplicateEvaluatorName
+from ._errors import InvalidCase
+from ._errors import InvalidExecutionOptions
+from ._errors import TraceEvaluationRequiresTelemetry
+from ._evaluators import Evaluator
+from ._evaluators import ReportEvaluator
+from ._evaluators import TraceContext
+from ._evaluators import TraceEvaluator
+from ._evaluators import run_evaluator
+from ._evaluators import run_report_evaluator
+from ._evaluators import run_trace_evaluator
+from ._events import EvalEvent
+from ._events import EvalHook
+from ._report import CaseResult
+from ._report import EvaluationResult
+from ._report import Report
+from ._report import ReportCase
+from ._spans import SpanRecord
+from ._spans import attach
+from ._spans import capturable
+from ._spans import collecting
 
 __all__ = [
     "MAX_CASES",

@@ -7,7 +7,8 @@ task, of evaluators and of hooks are never wrapped: they propagate as the very o
 
 from __future__ import annotations
 
-from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
 
 __all__ = [
     "AmbiguousEvaluator",

@@ -9,8 +9,14 @@ from __future__ import annotations
 import abc
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 
@@ -18,9 +24,12 @@ from ferrule.core import bounded_json
 from ferrule.core.usage import RunUsage
 
 from ._case import Case
-from ._errors import InvalidEvaluationResult, InvalidReportAnalysis
-from ._report import Analysis, EvaluationResult
-from ._spans import AttributeValue, SpanRecord
+from ._errors import InvalidEvaluationResult
+from ._errors import InvalidReportAnalysis
+from ._report import Analysis
+from ._report import EvaluationResult
+from ._spans import AttributeValue
+from ._spans import SpanRecord
 
 if TYPE_CHECKING:
     from ._report import Report

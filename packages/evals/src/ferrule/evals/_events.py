@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
-from ._report import CaseResult, Report
+from ._report import CaseResult
+from ._report import Report
 
 __all__ = ["EvalEvent", "EvalEventKind", "EvalHook"]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
 import msgspec
 
@@ -12,7 +13,8 @@ from ferrule.core.model import Model
 from ferrule.core.usage import RunUsage
 
 from ._case import Case
-from ._errors import InvalidGraderOutput, InvalidGraderScore
+from ._errors import InvalidGraderOutput
+from ._errors import InvalidGraderScore
 from ._evaluators import Evaluator
 from ._report import EvaluationResult
 

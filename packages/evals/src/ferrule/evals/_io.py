@@ -11,30 +11,52 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, TypeAlias, assert_never, cast
+from typing import Annotated
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
+from typing import assert_never
+from typing import cast
 
 import anyio
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.bounded_yaml import YamlError, dump_yaml, load_yaml
+from ferrule.core.bounded_yaml import YamlError
+from ferrule.core.bounded_yaml import dump_yaml
+from ferrule.core.bounded_yaml import load_yaml
 from ferrule.core.usage import RunUsage
 
 from ._case import Case
-from ._dataset import Dataset, ExecutionOptions, Task
-from ._errors import (
-    AmbiguousEvaluator,
-    DuplicateEvaluatorName,
-    InvalidEvalDocument,
-    UnknownEvaluator,
-    UnserializableValue,
-    UnsupportedCaseOptions,
-)
-from ._evaluators import Contains, Evaluator, ExactMatch, ReportEvaluator, TraceEvaluator, ValidJson
-from ._report import Analysis, CaseResult, EvaluationResult, Report, ReportCase
-from ._spans import AttributeValue, SpanEvent, SpanKind, SpanRecord, SpanStatus
+from ._dataset import Dataset
+from ._dataset import ExecutionOptions
+from ._dataset import Task
+from ._errors import AmbiguousEvaluator
+from ._errors import DuplicateEvaluatorName
+from ._errors import InvalidEvalDocument
+from ._errors import UnknownEvaluator
+from ._errors import UnserializableValue
+from ._errors import UnsupportedCaseOptions
+from ._evaluators import Contains
+from ._evaluators import Evaluator
+from ._evaluators import ExactMatch
+from ._evaluators import ReportEvaluator
+from ._evaluators import TraceEvaluator
+from ._evaluators import ValidJson
+from ._report import Analysis
+from ._report import CaseResult
+from ._report import EvaluationResult
+from ._report import Report
+from ._report import ReportCase
+from ._spans import AttributeValue
+from ._spans import SpanEvent
+from ._spans import SpanKind
+from ._spans import SpanRecord
+from ._spans import SpanStatus
 
 __all__ = [
     "DATASET_FORMAT",

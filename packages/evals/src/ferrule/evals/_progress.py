@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,8 +17,11 @@ class Progress:
 
     def __init__(self, total: int, *, console: Console | None = None) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn
+        from rich.progress import MofNCompleteColumn
         from rich.progress import Progress as Bar
+        from rich.progress import TextColumn
+        from rich.progress import TimeElapsedColumn
 
         self.total = total
         self.done = 0

@@ -13,9 +13,12 @@ import html
 import io
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from ._report_data import CaseResult, EvaluationResult, ReportData
+from ._report_data import CaseResult
+from ._report_data import EvaluationResult
+from ._report_data import ReportData
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -5,16 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._report_data import (
-    Analysis,
-    CaseResult,
-    CaseSummary,
-    EvaluationResult,
-    ReportCase,
-    ReportData,
-    ScoreStatistics,
-    Summary,
-)
+from ._report_data import Analysis
+from ._report_data import CaseResult
+from ._report_data import CaseSummary
+from ._report_data import EvaluationResult
+from ._report_data import ReportCase
+from ._report_data import ReportData
+from ._report_data import ScoreStatistics
+from ._report_data import Summary
 
 if TYPE_CHECKING:
     from rich.console import Console

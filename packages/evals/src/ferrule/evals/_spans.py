@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal, TypeAlias
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

@@ -3,35 +3,45 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, cast, overload
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import cast
+from typing import overload
 
 from typing_extensions import TypeVar
 
-from ._errors import (
-    DefinitionLimitError,
-    DuplicateBranchError,
-    DuplicateNodeError,
-    IncompleteGraphError,
-    InvalidFanOutError,
-    InvalidMetadataError,
-    InvalidNodeNameError,
-    InvalidRouteError,
-    MissingRouteError,
-    UnknownNodeError,
-    UnreachableNodeError,
-)
+from ._errors import DefinitionLimitError
+from ._errors import DuplicateBranchError
+from ._errors import DuplicateNodeError
+from ._errors import IncompleteGraphError
+from ._errors import InvalidFanOutError
+from ._errors import InvalidMetadataError
+from ._errors import InvalidNodeNameError
+from ._errors import InvalidRouteError
+from ._errors import MissingRouteError
+from ._errors import UnknownNodeError
+from ._errors import UnreachableNodeError
 from ._limits import GraphLimits
-from ._node import DECISION, END, FAN_OUT, KIND_NAMES, STEP, FanOutMode, Node, Route
-from ._types import (
-    DecisionResult,
-    EdgeMetadata,
-    GraphContext,
-    Join,
-    NodeMetadata,
-    ParallelBranch,
-    is_async_callable,
-)
+from ._node import DECISION
+from ._node import END
+from ._node import FAN_OUT
+from ._node import KIND_NAMES
+from ._node import STEP
+from ._node import FanOutMode
+from ._node import Node
+from ._node import Route
+from ._types import DecisionResult
+from ._types import EdgeMetadata
+from ._types import GraphContext
+from ._types import Join
+from ._types import NodeMetadata
+from ._types import ParallelBranch
+from ._types import is_async_callable
 
 if TYPE_CHECKING:
     from ._fanout import Emitter

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
 
 __all__ = [
     "DefinitionLimitError",

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
 
 import anyio
 import sniffio
 from typing_extensions import TypeVar
 
-from ._errors import FanOutLimitExceeded, GraphRunStateError
+from ._errors import FanOutLimitExceeded
+from ._errors import GraphRunStateError
 from ._limits import GraphLimits
 
 if TYPE_CHECKING:

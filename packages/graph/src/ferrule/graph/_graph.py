@@ -6,44 +6,47 @@ import inspect
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
 
 import anyio.lowlevel
 from typing_extensions import TypeVar
 
-from ._errors import (
-    GraphCancelledError,
-    GraphInterrupted,
-    GraphOptionsError,
-    GraphRunError,
-    GraphRunStateError,
-    GraphStepLimitExceeded,
-    SnapshotsDisabledError,
-    SnapshotStateError,
-    UnmatchedRouteError,
-)
+from ._errors import GraphCancelledError
+from ._errors import GraphInterrupted
+from ._errors import GraphOptionsError
+from ._errors import GraphRunError
+from ._errors import GraphRunStateError
+from ._errors import GraphStepLimitExceeded
+from ._errors import SnapshotsDisabledError
+from ._errors import SnapshotStateError
+from ._errors import UnmatchedRouteError
 from ._fanout import run_fan_out
 from ._limits import GraphLimits
-from ._node import DECISION, END, FAN_OUT, STEP, Node
-from ._types import (
-    End,
-    EventSink,
-    GraphContext,
-    GraphEvent,
-    GraphEventKind,
-    Interrupt,
-    Interrupted,
-    NextNode,
-    NodeMetadata,
-    RunOptions,
-    pending_resumes,
-)
+from ._node import DECISION
+from ._node import END
+from ._node import FAN_OUT
+from ._node import STEP
+from ._node import Node
+from ._types import End
+from ._types import EventSink
+from ._types import GraphContext
+from ._types import GraphEvent
+from ._types import GraphEventKind
+from ._types import Interrupt
+from ._types import Interrupted
+from ._types import NextNode
+from ._types import NodeMetadata
+from ._types import RunOptions
+from ._types import pending_resumes
 
 if TYPE_CHECKING:
     from ferrule.agent import Decision
 
     from ._snapshot import SnapshotCodec
-    from ._visual import MermaidDirection, Visualization
+    from ._visual import MermaidDirection
+    from ._visual import Visualization
 
 __all__ = ["Graph", "GraphRun", "NodePaused", "NodeResumeRejected"]
 

@@ -4,10 +4,17 @@ snapshot and picture modules read of a compiled `Graph` (named here so they need
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any
+from typing import Literal
+from typing import Protocol
 
 from ._limits import GraphLimits
-from ._types import EdgeMetadata, Join, NextNode, NodeMetadata, ParallelBranch, is_async_callable
+from ._types import EdgeMetadata
+from ._types import Join
+from ._types import NextNode
+from ._types import NodeMetadata
+from ._types import ParallelBranch
+from ._types import is_async_callable
 
 FanOutMode = Literal["broadcast", "map"]
 """`broadcast`: every branch gets the current value; `map`: every branch gets every emitted item."""

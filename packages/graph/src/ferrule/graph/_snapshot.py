@@ -6,25 +6,29 @@ import hashlib
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
+from typing import Protocol
+from typing import cast
 
 import msgspec
 from typing_extensions import TypeVar
 
 from ferrule.core import bounded_json
 
-from ._errors import (
-    SnapshotDefinitionError,
-    SnapshotError,
-    SnapshotFormatError,
-    SnapshotLimitError,
-    SnapshotMigrationError,
-    SnapshotNodeError,
-    SnapshotPayloadVersionError,
-    SnapshotVersionError,
-)
-from ._node import KIND_NAMES, GraphShape
+from ._errors import SnapshotDefinitionError
+from ._errors import SnapshotError
+from ._errors import SnapshotFormatError
+from ._errors import SnapshotLimitError
+from ._errors import SnapshotMigrationError
+from ._errors import SnapshotNodeError
+from ._errors import SnapshotPayloadVersionError
+from ._errors import SnapshotVersionError
+from ._node import KIND_NAMES
+from ._node import GraphShape
 
 if TYPE_CHECKING:
     from ._limits import GraphLimits
@@ -491,7 +495,8 @@ def _agent_pause(envelope: _Envelope, agent_state: str, graph: GraphShape) -> An
             f"the snapshot holds an agent pause, but node {ref.name!r} is not an agent node"
         )
     _check_document(agent_state, _payload_limits(graph.limits), "agent state")
-    from ferrule.agent import Paused, PausedState
+    from ferrule.agent import Paused
+    from ferrule.agent import PausedState
     from ferrule.agent.exceptions import PausedStateError
 
     try:

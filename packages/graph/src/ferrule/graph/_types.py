@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
-    from ferrule.agent import DeferredCall, Paused
+    from ferrule.agent import DeferredCall
+    from ferrule.agent import Paused
 
 __all__ = [
     "DecisionResult",

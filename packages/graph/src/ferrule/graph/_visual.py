@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Literal, TypeAlias
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
 from ._errors import GraphVisualizationTooLarge
-from ._node import DECISION, END, FAN_OUT, KIND_NAMES, GraphShape, Node
-from ._types import NodeMetadata, SourceLocation
+from ._node import DECISION
+from ._node import END
+from ._node import FAN_OUT
+from ._node import KIND_NAMES
+from ._node import GraphShape
+from ._node import Node
+from ._types import NodeMetadata
+from ._types import SourceLocation
 
 __all__ = [
     "VISUALIZATION_FORMAT_VERSION",

@@ -38,23 +38,44 @@ own synchronization.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Generic, Literal, TypeAlias, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from contextlib import nullcontext
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
 
 import anyio
 import msgspec
 from typing_extensions import TypeVar
 
-from ferrule.agent import Agent, AgentRunResult, AgentStreamEvent, Paused, RunCorrelation, RunOptions, durable
-from ferrule.agent.exceptions import PausedStateError, RunCancelledError
+from ferrule.agent import Agent
+from ferrule.agent import AgentRunResult
+from ferrule.agent import AgentStreamEvent
+from ferrule.agent import Paused
+from ferrule.agent import RunCorrelation
+from ferrule.agent import RunOptions
+from ferrule.agent import durable
+from ferrule.agent.exceptions import PausedStateError
+from ferrule.agent.exceptions import RunCancelledError
 from ferrule.core import history
-from ferrule.core.messages import Message, UserContent
+from ferrule.core.messages import Message
+from ferrule.core.messages import UserContent
 from ferrule.core.usage import RunUsage
 
 from ._errors import StepFailed
-from ._graph import NodePaused, NodeResumeRejected
-from ._types import DepsT, GraphContext, StateT, ValueT, is_async_callable, pending_resumes
+from ._graph import NodePaused
+from ._graph import NodeResumeRejected
+from ._types import DepsT
+from ._types import GraphContext
+from ._types import StateT
+from ._types import ValueT
+from ._types import is_async_callable
+from ._types import pending_resumes
 
 __all__ = [
     "AgentNode",

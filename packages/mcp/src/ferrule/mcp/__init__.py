@@ -17,41 +17,38 @@ from __future__ import annotations
 
 from ._callbacks import sampling_with_model
 from ._capability import MCPCapabilityProvider
-from ._config import expand_env, load_mcp_config
-from ._errors import (
-    MCPConfigError,
-    MCPConnectionError,
-    MCPConnectionLostError,
-    MCPError,
-    MCPProtocolError,
-    MCPResultTooLargeError,
-    MCPServerClosedError,
-    MCPServerUnavailableError,
-    MCPTimeoutError,
-    MCPToolCallError,
-)
-from ._serve import ExposedMCPServer, expose_agent, expose_tools
-from ._toolset import (
-    ApprovalPolicy,
-    MCPServerHTTP,
-    MCPServerInProcess,
-    MCPServerStdio,
-    MCPToolInfo,
-    MCPToolset,
-)
-from ._types import (
-    ElicitationHandler,
-    ElicitationRequest,
-    ElicitationResponse,
-    EventHandler,
-    MCPEvent,
-    MCPEventKind,
-    MCPLimits,
-    SamplingHandler,
-    SamplingRequest,
-    SamplingResponse,
-    StderrPolicy,
-)
+from ._config import expand_env
+from ._config import load_mcp_config
+from ._errors import MCPConfigError
+from ._errors import MCPConnectionError
+from ._errors import MCPConnectionLostError
+from ._errors import MCPError
+from ._errors import MCPProtocolError
+from ._errors import MCPResultTooLargeError
+from ._errors import MCPServerClosedError
+from ._errors import MCPServerUnavailableError
+from ._errors import MCPTimeoutError
+from ._errors import MCPToolCallError
+from ._serve import ExposedMCPServer
+from ._serve import expose_agent
+from ._serve import expose_tools
+from ._toolset import ApprovalPolicy
+from ._toolset import MCPServerHTTP
+from ._toolset import MCPServerInProcess
+from ._toolset import MCPServerStdio
+from ._toolset import MCPToolInfo
+from ._toolset import MCPToolset
+from ._types import ElicitationHandler
+from ._types import ElicitationRequest
+from ._types import ElicitationResponse
+from ._types import EventHandler
+from ._types import MCPEvent
+from ._types import MCPEventKind
+from ._types import MCPLimits
+from ._types import SamplingHandler
+from ._types import SamplingRequest
+from ._types import SamplingResponse
+from ._types import StderrPolicy
 
 __version__ = "0.1.0"
 

@@ -4,30 +4,31 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
 import msgspec
 
-from ferrule.core.messages import (
-    BinaryContent,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    UserContent,
-    UserPromptPart,
-)
-from ferrule.core.model import Model, ModelCall
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
 from ferrule.core.settings import ModelSettings
 
-from ._types import (
-    ElicitationHandler,
-    ElicitationRequest,
-    SamplingHandler,
-    SamplingRequest,
-    SamplingResponse,
-)
+from ._types import ElicitationHandler
+from ._types import ElicitationRequest
+from ._types import SamplingHandler
+from ._types import SamplingRequest
+from ._types import SamplingResponse
 
 if TYPE_CHECKING:
     from mcp_types import ErrorData

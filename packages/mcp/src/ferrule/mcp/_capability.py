@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any
+from typing import Self
+from typing import cast
 
-from ferrule.agent import ModelRetry, RunContext, Tool, ToolReturn
-from ferrule.agent.toolsets import AbstractToolset, enter_all, exit_entered
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
+from ferrule.agent.toolsets import AbstractToolset
+from ferrule.agent.toolsets import enter_all
+from ferrule.agent.toolsets import exit_entered
 from ferrule.core.errors import UserError
-from ferrule.core.messages import ModelRequest, ToolReturnPart
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolReturnPart
 
 from ._errors import MCPError
 from ._toolset import MCPToolset

@@ -6,12 +6,16 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from ferrule.core import bounded_json
 
 from ._errors import MCPConfigError
-from ._toolset import MCPServerHTTP, MCPServerStdio, MCPToolset
+from ._toolset import MCPServerHTTP
+from ._toolset import MCPServerStdio
+from ._toolset import MCPToolset
 
 if TYPE_CHECKING:
     from ferrule.core.url_policy import UrlPolicy

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
 
 __all__ = [
     "MCPConfigError",

@@ -6,17 +6,28 @@ import base64
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 import anyio
 import msgspec
 
-from ferrule.agent import Agent, ModelRetry, PauseRequiredError, RunContext, Tool, ToolReturn
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import PauseRequiredError
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
-from ferrule.core.messages import BinaryContent, TextContent
-from ferrule.core.model import Model, ModelCall, ModelStreamEvent
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import TextContent
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
 from ferrule.core.profile import ModelProfile
 from ferrule.core.usage import RunUsage
 

@@ -18,19 +18,24 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 import msgspec
-from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp_types import INTERNAL_ERROR
+from mcp_types import ErrorData
+from mcp_types import JSONRPCError
+from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from ferrule.core import bounded_json
 from mcp.shared.message import SessionMessage
 
-from ._types import MCPLimits, StderrPolicy
+from ._types import MCPLimits
+from ._types import StderrPolicy
 
 __all__ = ["StdioState", "find_request_id", "open_stdio"]
 

@@ -12,50 +12,68 @@ import logging
 import math
 import os
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
-from types import CoroutineType, TracebackType
-from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, Self, TypeAlias, TypeVar, cast
+from collections.abc import AsyncGenerator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
+from types import CoroutineType
+from types import TracebackType
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Concatenate
+from typing import Final
+from typing import Literal
+from typing import ParamSpec
+from typing import Self
+from typing import TypeAlias
+from typing import TypeVar
+from typing import cast
 
 import anyio
 import anyio.abc
 import msgspec
 
-from ferrule.agent import ModelRetry, RunContext, SideEffect, Tool, ToolReturn
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import SideEffect
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
 from ferrule.agent.exceptions import ToolDefinitionError
 from ferrule.agent.toolsets import AbstractToolset
 from ferrule.core import json_schema
-from ferrule.core.errors import UrlPolicyError, UserError
+from ferrule.core.errors import UrlPolicyError
+from ferrule.core.errors import UserError
 from ferrule.core.model import Model
-from ferrule.core.redaction import (
-    HTTP_LOGGERS,
-    Redactor,
-    check_credential,
-    check_header_value,
-    is_sensitive_param,
-    redact_logs_of,
-)
+from ferrule.core.redaction import HTTP_LOGGERS
+from ferrule.core.redaction import Redactor
+from ferrule.core.redaction import check_credential
+from ferrule.core.redaction import check_header_value
+from ferrule.core.redaction import is_sensitive_param
+from ferrule.core.redaction import redact_logs_of
 
-from ._callbacks import elicitation_callback, sampling_callback, sampling_with_model
-from ._errors import (
-    MCPConnectionLostError,
-    MCPError,
-    MCPProtocolError,
-    MCPResultTooLargeError,
-    MCPServerClosedError,
-    MCPServerUnavailableError,
-    MCPTimeoutError,
-    MCPToolCallError,
-)
-from ._results import result_size, result_text, to_tool_return
-from ._types import (
-    ElicitationHandler,
-    EventHandler,
-    MCPEvent,
-    MCPEventKind,
-    MCPLimits,
-    SamplingHandler,
-    StderrPolicy,
-)
+from ._callbacks import elicitation_callback
+from ._callbacks import sampling_callback
+from ._callbacks import sampling_with_model
+from ._errors import MCPConnectionLostError
+from ._errors import MCPError
+from ._errors import MCPProtocolError
+from ._errors import MCPResultTooLargeError
+from ._errors import MCPServerClosedError
+from ._errors import MCPServerUnavailableError
+from ._errors import MCPTimeoutError
+from ._errors import MCPToolCallError
+from ._results import result_size
+from ._results import result_text
+from ._results import to_tool_return
+from ._types import ElicitationHandler
+from ._types import EventHandler
+from ._types import MCPEvent
+from ._types import MCPEventKind
+from ._types import MCPLimits
+from ._types import SamplingHandler
+from ._types import StderrPolicy
 
 if TYPE_CHECKING:
     import httpx2
@@ -630,7 +648,9 @@ class MCPToolset(AbstractToolset[Any]):
         from mcp.shared.exceptions import MCPError as SdkError
 
         from ._http import BODY_TOO_LARGE
-        from ._stdio import MALFORMED, MARKER, TOO_LARGE
+        from ._stdio import MALFORMED
+        from ._stdio import MARKER
+        from ._stdio import TOO_LARGE
 
         exc = _unwrap(exc)
         limit = self.limits.max_message_bytes
@@ -1071,8 +1091,10 @@ class MCPServerStdio(MCPToolset):
         return self._redact(self._state.stderr.text()) if self._state is not None else ""
 
     def _server(self, session: _Session) -> Any:
-        from ._stdio import StdioState, open_stdio
-        from ._watch import Watch, watched
+        from ._stdio import StdioState
+        from ._stdio import open_stdio
+        from ._watch import Watch
+        from ._watch import watched
 
         state = StdioState(self.limits.max_stderr_bytes)
         self._state = state
@@ -1168,7 +1190,8 @@ class MCPServerHTTP(MCPToolset):
         from mcp.client.streamable_http import streamable_http_client
 
         from ._http import make_http_client
-        from ._watch import Watch, watched
+        from ._watch import Watch
+        from ._watch import watched
 
         self.url_policy.check(self.url)
         # At DEBUG the SDK logs every message and httpcore2 every response header; a server may echo

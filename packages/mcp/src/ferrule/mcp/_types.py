@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeAlias
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

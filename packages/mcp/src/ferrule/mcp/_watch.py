@@ -18,10 +18,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Self, cast
+from typing import Any
+from typing import Final
+from typing import Self
+from typing import cast
 
 import anyio
-from mcp_types import JSONRPCError, JSONRPCRequest, JSONRPCResponse, Tool
+from mcp_types import JSONRPCError
+from mcp_types import JSONRPCRequest
+from mcp_types import JSONRPCResponse
+from mcp_types import Tool
 from mcp_types import methods as sdk_methods
 from pydantic import ValidationError
 

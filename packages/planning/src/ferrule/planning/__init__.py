@@ -24,78 +24,83 @@ print(result.output, result.stats, result.actions)
 
 from __future__ import annotations
 
-from ._agent import PATCH_TOOL, PLAN_TOOL, ROUTE_TOOL, PlanningAgent, PlanStream
+from ._agent import PATCH_TOOL
+from ._agent import PLAN_TOOL
+from ._agent import ROUTE_TOOL
+from ._agent import PlanningAgent
+from ._agent import PlanStream
 from ._budget import PlanBudget
-from ._capability import CAPABILITY_ID, TOOL_NAME, PlanCapability
-from ._catalog import MAX_AGENT_TOOL_CALLS, MAX_CATALOG_TOOLS, Catalog
+from ._capability import CAPABILITY_ID
+from ._capability import TOOL_NAME
+from ._capability import PlanCapability
+from ._catalog import MAX_AGENT_TOOL_CALLS
+from ._catalog import MAX_CATALOG_TOOLS
+from ._catalog import Catalog
 from ._compile import validate_plan
-from ._document import (
-    PLAN_VERSION,
-    AgentTask,
-    PlanDocument,
-    PlanPatch,
-    StepBinding,
-    StepCondition,
-    TaskStep,
-)
-from ._errors import PlanDenied, PlanError
-from ._events import (
-    Advice,
-    AdviceEvent,
-    ApprovalEvent,
-    BatchEndEvent,
-    BatchStartEvent,
-    PlanCompletedEvent,
-    PlanCreatedEvent,
-    PlanEvent,
-    PlanFailedEvent,
-    PlanRevisedEvent,
-    ReplanEvent,
-    StepEndEvent,
-    StepFailedEvent,
-    StepSkippedEvent,
-    StepStartEvent,
-)
-from ._limits import (
-    MAX_ADVICE_CHARS,
-    MAX_ADVISORS,
-    MAX_AGENT_PROMPT_CHARS,
-    MAX_BINDINGS,
-    MAX_ERROR_CHARS,
-    MAX_PLAN_STEPS,
-    MAX_POINTER_CHARS,
-    MAX_STEP_ID_CHARS,
-    MAX_TITLE_CHARS,
-    PLAN_DOCUMENT,
-)
+from ._document import PLAN_VERSION
+from ._document import AgentTask
+from ._document import PlanDocument
+from ._document import PlanPatch
+from ._document import StepBinding
+from ._document import StepCondition
+from ._document import TaskStep
+from ._errors import PlanDenied
+from ._errors import PlanError
+from ._events import Advice
+from ._events import AdviceEvent
+from ._events import ApprovalEvent
+from ._events import BatchEndEvent
+from ._events import BatchStartEvent
+from ._events import PlanCompletedEvent
+from ._events import PlanCreatedEvent
+from ._events import PlanEvent
+from ._events import PlanFailedEvent
+from ._events import PlanRevisedEvent
+from ._events import ReplanEvent
+from ._events import StepEndEvent
+from ._events import StepFailedEvent
+from ._events import StepSkippedEvent
+from ._events import StepStartEvent
+from ._limits import MAX_ADVICE_CHARS
+from ._limits import MAX_ADVISORS
+from ._limits import MAX_AGENT_PROMPT_CHARS
+from ._limits import MAX_BINDINGS
+from ._limits import MAX_ERROR_CHARS
+from ._limits import MAX_PLAN_STEPS
+from ._limits import MAX_POINTER_CHARS
+from ._limits import MAX_STEP_ID_CHARS
+from ._limits import MAX_TITLE_CHARS
+from ._limits import PLAN_DOCUMENT
 from ._mermaid import render_mermaid
-from ._plan import (
-    Advisor,
-    Decision,
-    Observer,
-    Plan,
-    PlanOutcome,
-    PlanPaused,
-    PlanStep,
-    StepContext,
-    StepFunction,
-    run,
-)
-from ._pointer import PointerError, format_pointer, parse_pointer
-from ._results import (
-    ActionReceipt,
-    ActionStatus,
-    ConfirmationRequest,
-    Evidence,
-    PlanningResult,
-    PlanReport,
-    PlanStats,
-    PlanWarning,
-    StepResult,
-    StepStatus,
-)
-from ._run_errors import PlanBudgetExceeded, PlanRunError, PlanStepError, PlanTimeoutError
-from ._runner import Mode, Router
+from ._plan import Advisor
+from ._plan import Decision
+from ._plan import Observer
+from ._plan import Plan
+from ._plan import PlanOutcome
+from ._plan import PlanPaused
+from ._plan import PlanStep
+from ._plan import StepContext
+from ._plan import StepFunction
+from ._plan import run
+from ._pointer import PointerError
+from ._pointer import format_pointer
+from ._pointer import parse_pointer
+from ._results import ActionReceipt
+from ._results import ActionStatus
+from ._results import ConfirmationRequest
+from ._results import Evidence
+from ._results import PlanningResult
+from ._results import PlanReport
+from ._results import PlanStats
+from ._results import PlanWarning
+from ._results import StepResult
+from ._results import StepStatus
+from ._run_errors import PlanBudgetExceeded
+from ._run_errors import PlanRunError
+from ._run_errors import PlanStepError
+from ._run_errors import PlanTimeoutError
+from ._runner import Mode
+from ._runner import Router
 
 __version__ = "0.1.0"
 

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ferrule.agent import Agent, GuardFn, Tool, ToolThreads, refuse_in_event_loop
+from ferrule.agent import Agent
+from ferrule.agent import GuardFn
+from ferrule.agent import Tool
+from ferrule.agent import ToolThreads
+from ferrule.agent import refuse_in_event_loop
 from ferrule.agent.hooks import Hook
 from ferrule.agent.models import infer_model
 from ferrule.core.errors import UserError
@@ -19,10 +29,14 @@ from ferrule.core.settings import ModelSettings
 
 from ._budget import PlanBudget
 from ._catalog import Catalog
-from ._document import PlanDocument, decode_document
-from ._results import ConfirmationRequest, PlanningResult
+from ._document import PlanDocument
+from ._document import decode_document
+from ._results import ConfirmationRequest
+from ._results import PlanningResult
 from ._roles import StructuredRole
-from ._runner import Mode, Router, Runner
+from ._runner import Mode
+from ._runner import Router
+from ._runner import Runner
 
 __all__ = ["PlanStream", "PlanningAgent"]
 

@@ -7,10 +7,17 @@ from typing import Any
 
 import msgspec
 
-from ferrule.agent import Capability, RunContext, SideEffect, Tool
+from ferrule.agent import Capability
+from ferrule.agent import RunContext
+from ferrule.agent import SideEffect
+from ferrule.agent import Tool
 from ferrule.agent.multi_agent import Scope
 
-from ._plan import Advisor, Observer, Plan, PlanOutcome, run
+from ._plan import Advisor
+from ._plan import Observer
+from ._plan import Plan
+from ._plan import PlanOutcome
+from ._plan import run
 
 __all__ = ["CAPABILITY_ID", "TOOL_NAME", "PlanCapability"]
 

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any
+from typing import Literal
+from typing import cast
 
 from ferrule.agent import Tool
 from ferrule.core.errors import UserError
-from ferrule.core.json_schema import SchemaValidator, compile_validator
+from ferrule.core.json_schema import SchemaValidator
+from ferrule.core.json_schema import compile_validator
 
-from ._document import AgentTask, prompt_check
+from ._document import AgentTask
+from ._document import prompt_check
 from ._errors import PlanError
-from ._limits import (
-    MAX_AGENT_PROMPT_CHARS,
-    MAX_BINDINGS,
-    MAX_POINTER_CHARS,
-    MAX_STEP_ID_CHARS,
-    MAX_TITLE_CHARS,
-)
+from ._limits import MAX_AGENT_PROMPT_CHARS
+from ._limits import MAX_BINDINGS
+from ._limits import MAX_POINTER_CHARS
+from ._limits import MAX_STEP_ID_CHARS
+from ._limits import MAX_TITLE_CHARS
 
 __all__ = ["Catalog"]
 

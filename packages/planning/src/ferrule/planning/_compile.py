@@ -8,22 +8,27 @@ from typing import Any
 
 import msgspec
 
-from ferrule.core.json_schema import SchemaValidationError, compile_validator, render_path
+from ferrule.core.json_schema import SchemaValidationError
+from ferrule.core.json_schema import compile_validator
+from ferrule.core.json_schema import render_path
 
 from ._catalog import Catalog
-from ._document import (
-    PLAN_VERSION,
-    CompiledPlan,
-    CompiledStep,
-    PlanDocument,
-    StepBinding,
-    TaskStep,
-    decode_document,
-)
+from ._document import PLAN_VERSION
+from ._document import CompiledPlan
+from ._document import CompiledStep
+from ._document import PlanDocument
+from ._document import StepBinding
+from ._document import TaskStep
+from ._document import decode_document
 from ._errors import PlanError
-from ._graph import CycleError, topological_order
-from ._limits import MAX_BINDINGS, MAX_TITLE_CHARS, check_step_id
-from ._pointer import PointerError, format_pointer, parse_pointer
+from ._graph import CycleError
+from ._graph import topological_order
+from ._limits import MAX_BINDINGS
+from ._limits import MAX_TITLE_CHARS
+from ._limits import check_step_id
+from ._pointer import PointerError
+from ._pointer import format_pointer
+from ._pointer import parse_pointer
 
 __all__ = ["validate_plan"]
 

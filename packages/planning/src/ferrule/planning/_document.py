@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
 
 from ._errors import PlanError
-from ._limits import MAX_AGENT_PROMPT_CHARS, PLAN_DOCUMENT
+from ._limits import MAX_AGENT_PROMPT_CHARS
+from ._limits import PLAN_DOCUMENT
 
 __all__ = [
     "PLAN_VERSION",

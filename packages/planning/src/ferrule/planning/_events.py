@@ -6,7 +6,10 @@ the run was given (`trace`), so events of nested runs can be linked to the work 
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
 
 import msgspec
 

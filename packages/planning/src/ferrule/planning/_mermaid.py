@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ._document import PlanDocument, TaskStep
+from ._document import PlanDocument
+from ._document import TaskStep
 
 __all__ = ["render_mermaid"]
 

@@ -6,37 +6,55 @@ import dataclasses
 import inspect
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Generic
+from typing import TypeAlias
+from typing import TypeVar
 
 import anyio
 import msgspec
 
-from ferrule.agent import Approved, Denied
-from ferrule.agent.exceptions import RunCancelledError, run_state_of
+from ferrule.agent import Approved
+from ferrule.agent import Denied
+from ferrule.agent.exceptions import RunCancelledError
+from ferrule.agent.exceptions import run_state_of
 from ferrule.core.errors import UserError
 from ferrule.core.usage import RunUsage
 
-from ._errors import PlanDenied, PlanError
-from ._events import (
-    Advice,
-    AdviceEvent,
-    ApprovalEvent,
-    PlanCompletedEvent,
-    PlanEvent,
-    PlanFailedEvent,
-    PlanRevisedEvent,
-    StepEndEvent,
-    StepStartEvent,
-)
-from ._graph import CycleError, topological_order
-from ._limits import MAX_ADVICE_CHARS, MAX_ADVISORS, MAX_PLAN_STEPS, MAX_TITLE_CHARS, check_step_id
+from ._errors import PlanDenied
+from ._errors import PlanError
+from ._events import Advice
+from ._events import AdviceEvent
+from ._events import ApprovalEvent
+from ._events import PlanCompletedEvent
+from ._events import PlanEvent
+from ._events import PlanFailedEvent
+from ._events import PlanRevisedEvent
+from ._events import StepEndEvent
+from ._events import StepStartEvent
+from ._graph import CycleError
+from ._graph import topological_order
+from ._limits import MAX_ADVICE_CHARS
+from ._limits import MAX_ADVISORS
+from ._limits import MAX_PLAN_STEPS
+from ._limits import MAX_TITLE_CHARS
+from ._limits import check_step_id
 from ._run_errors import PlanTimeoutError
-from ._util import call_user, callable_name, describe_error
+from ._util import call_user
+from ._util import callable_name
+from ._util import describe_error
 
 if TYPE_CHECKING:
-    from ferrule.agent import Agent, AgentRunResult
+    from ferrule.agent import Agent
+    from ferrule.agent import AgentRunResult
     from ferrule.agent.multi_agent import Scope
 
 __all__ = [

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
-from ferrule.agent import ActionReceipt, ActionStatus, Risk, SideEffect
+from ferrule.agent import ActionReceipt
+from ferrule.agent import ActionStatus
+from ferrule.agent import Risk
+from ferrule.agent import SideEffect
 from ferrule.core.usage import RunUsage
 
 from ._document import PlanDocument
-from ._pointer import parse_pointer, resolve
+from ._pointer import parse_pointer
+from ._pointer import resolve
 
 __all__ = [
     "ActionReceipt",

@@ -11,25 +11,30 @@ anything executes; a rejected answer goes back to the model as a retry prompt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
-from ferrule.agent import (
-    Agent,
-    ModelRetry,
-    NativeOutput,
-    PromptedOutput,
-    RunContext,
-    StructuredDict,
-    ToolOutput,
-)
-from ferrule.agent.exceptions import OutputRetriesExceeded, run_state_of
+from ferrule.agent import Agent
+from ferrule.agent import ModelRetry
+from ferrule.agent import NativeOutput
+from ferrule.agent import PromptedOutput
+from ferrule.agent import RunContext
+from ferrule.agent import StructuredDict
+from ferrule.agent import ToolOutput
+from ferrule.agent.exceptions import OutputRetriesExceeded
+from ferrule.agent.exceptions import run_state_of
 from ferrule.agent.hooks import Hook
 from ferrule.core import bounded_json
-from ferrule.core.messages import Message, ModelResponse, TextPart, ToolCallPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
 from ferrule.core.model import Model
 from ferrule.core.settings import ModelSettings
-from ferrule.core.usage import RunUsage, UsageLimits
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimits
 
 from ._errors import PlanError
 from ._limits import PLAN_DOCUMENT

@@ -7,78 +7,87 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeAlias, cast
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
+from typing import TypeAlias
+from typing import cast
 
 import anyio
 import anyio.abc
 import msgspec
 
-from ferrule.agent import (
-    Agent,
-    GuardFn,
-    ModelRetry,
-    RunContext,
-    Tool,
-    ToolReturn,
-    ToolThreads,
-    ask_guard,
-    receipts_from_messages,
-)
-from ferrule.agent.exceptions import RunTimeoutError, run_state_of
+from ferrule.agent import Agent
+from ferrule.agent import GuardFn
+from ferrule.agent import ModelRetry
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent import ToolReturn
+from ferrule.agent import ToolThreads
+from ferrule.agent import ask_guard
+from ferrule.agent import receipts_from_messages
+from ferrule.agent.exceptions import RunTimeoutError
+from ferrule.agent.exceptions import run_state_of
 from ferrule.agent.hooks import Hook
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ToolReturnPart,
-    new_tool_call_id,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import new_tool_call_id
 from ferrule.core.model import Model
-from ferrule.core.usage import RunUsage, UsageLimitExceeded, UsageLimits
+from ferrule.core.usage import RunUsage
+from ferrule.core.usage import UsageLimitExceeded
+from ferrule.core.usage import UsageLimits
 
 from ._budget import PlanBudget
 from ._catalog import Catalog
 from ._compile import compile_plan
-from ._document import (
-    PLAN_VERSION,
-    CompiledPlan,
-    CompiledStep,
-    PlanDocument,
-    PlanPatch,
-    TaskStep,
-    decode_document,
-)
+from ._document import PLAN_VERSION
+from ._document import CompiledPlan
+from ._document import CompiledStep
+from ._document import PlanDocument
+from ._document import PlanPatch
+from ._document import TaskStep
+from ._document import decode_document
 from ._errors import PlanError
-from ._events import (
-    BatchEndEvent,
-    BatchStartEvent,
-    PlanCompletedEvent,
-    PlanCreatedEvent,
-    PlanFailedEvent,
-    PlanRevisedEvent,
-    ReplanEvent,
-    StepEndEvent,
-    StepFailedEvent,
-    StepSkippedEvent,
-    StepStartEvent,
-)
+from ._events import BatchEndEvent
+from ._events import BatchStartEvent
+from ._events import PlanCompletedEvent
+from ._events import PlanCreatedEvent
+from ._events import PlanFailedEvent
+from ._events import PlanRevisedEvent
+from ._events import ReplanEvent
+from ._events import StepEndEvent
+from ._events import StepFailedEvent
+from ._events import StepSkippedEvent
+from ._events import StepStartEvent
 from ._limits import clip
-from ._pointer import PointerError, assign, format_pointer, json_equal, parse_pointer, resolve
-from ._results import (
-    ActionReceipt,
-    ActionStatus,
-    ConfirmationRequest,
-    Evidence,
-    PlanReport,
-    PlanStats,
-    PlanWarning,
-    StepResult,
-    StepStatus,
-)
-from ._roles import Job, StructuredRole
-from ._run_errors import PlanBudgetExceeded, PlanRunError, PlanStepError, PlanTimeoutError
-from ._util import call_user, describe_error, safe_text
+from ._pointer import PointerError
+from ._pointer import assign
+from ._pointer import format_pointer
+from ._pointer import json_equal
+from ._pointer import parse_pointer
+from ._pointer import resolve
+from ._results import ActionReceipt
+from ._results import ActionStatus
+from ._results import ConfirmationRequest
+from ._results import Evidence
+from ._results import PlanReport
+from ._results import PlanStats
+from ._results import PlanWarning
+from ._results import StepResult
+from ._results import StepStatus
+from ._roles import Job
+from ._roles import StructuredRole
+from ._run_errors import PlanBudgetExceeded
+from ._run_errors import PlanRunError
+from ._run_errors import PlanStepError
+from ._run_errors import PlanTimeoutError
+from ._util import call_user
+from ._util import describe_error
+from ._util import safe_text
 
 __all__ = ["Runner"]
 

@@ -20,49 +20,48 @@ async with agent.run_stream(prompt) as stream:
 
 from __future__ import annotations
 
-from ._bridge import (
-    APPROVAL_PREFIX,
-    ApprovalResponse,
-    UIBridge,
-    approval_id_for,
-    decisions_from,
-    error_message,
-)
-from ._custom import CustomValueTooLargeError, custom_value
-from ._errors import (
-    ApprovalConflictError,
-    ClientInputError,
-    InvalidIdentifierError,
-    ReplayGapError,
-    StoreFullError,
-    UIError,
-)
-from ._events import (
-    ApprovalRequested,
-    ApprovalResolved,
-    CustomValue,
-    FinalResult,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIEvent,
-)
+from ._bridge import APPROVAL_PREFIX
+from ._bridge import ApprovalResponse
+from ._bridge import UIBridge
+from ._bridge import approval_id_for
+from ._bridge import decisions_from
+from ._bridge import error_message
+from ._custom import CustomValueTooLargeError
+from ._custom import custom_value
+from ._errors import ApprovalConflictError
+from ._errors import ClientInputError
+from ._errors import InvalidIdentifierError
+from ._errors import ReplayGapError
+from ._errors import StoreFullError
+from ._errors import UIError
+from ._events import ApprovalRequested
+from ._events import ApprovalResolved
+from ._events import CustomValue
+from ._events import FinalResult
+from ._events import ReasoningDelta
+from ._events import ReasoningEnd
+from ._events import ReasoningStart
+from ._events import RunError
+from ._events import RunFinished
+from ._events import RunStarted
+from ._events import TextDelta
+from ._events import TextEnd
+from ._events import TextStart
+from ._events import ToolCallArgs
+from ._events import ToolCallEnd
+from ._events import ToolCallStart
+from ._events import ToolFailed
+from ._events import ToolResult
+from ._events import UIEvent
 from ._ids import check_id
-from ._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from ._limits import DEFAULT_LIMITS
+from ._limits import OnDisconnect
+from ._limits import UILimits
 from ._replay import ReplayBuffer
-from ._sanitize import BrowserMessage, sanitize_messages
-from ._store import InMemoryPausedRunStore, PausedRunStore
+from ._sanitize import BrowserMessage
+from ._sanitize import sanitize_messages
+from ._store import InMemoryPausedRunStore
+from ._store import PausedRunStore
 
 __version__ = "0.1.0"
 

@@ -3,72 +3,72 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Final, Literal, assert_never
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
 
 import msgspec
 
-from ferrule.agent import (
-    AgentStreamEvent,
-    Approved,
-    Decision,
-    DeferredCall,
-    DeferredToolCallsEvent,
-    Denied,
-    EnqueuedMessagesEvent,
-    FinalResultEvent,
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    OutputRetryEvent,
-    PartialOutputEvent,
-    Paused,
-    StreamedRunResult,
-)
+from ferrule.agent import AgentStreamEvent
+from ferrule.agent import Approved
+from ferrule.agent import Decision
+from ferrule.agent import DeferredCall
+from ferrule.agent import DeferredToolCallsEvent
+from ferrule.agent import Denied
+from ferrule.agent import EnqueuedMessagesEvent
+from ferrule.agent import FinalResultEvent
+from ferrule.agent import FunctionToolCallEvent
+from ferrule.agent import FunctionToolResultEvent
+from ferrule.agent import OutputRetryEvent
+from ferrule.agent import PartialOutputEvent
+from ferrule.agent import Paused
+from ferrule.agent import StreamedRunResult
 from ferrule.core import bounded_json
 from ferrule.core.errors import FerruleError
-from ferrule.core.messages import (
-    RetryPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from ferrule.core.model import (
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextPartDelta,
-    ThinkingPartDelta,
-    ToolCallPartDelta,
-)
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ThinkingPartDelta
+from ferrule.core.model import ToolCallPartDelta
 
 from ._body import client_id
 from ._custom import custom_value
-from ._errors import ClientInputError, UIError
-from ._events import (
-    ApprovalRequested,
-    ApprovalResolved,
-    CustomValue,
-    FinalResult,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolFailed,
-    ToolResult,
-    UIEvent,
-)
+from ._errors import ClientInputError
+from ._errors import UIError
+from ._events import ApprovalRequested
+from ._events import ApprovalResolved
+from ._events import CustomValue
+from ._events import FinalResult
+from ._events import ReasoningDelta
+from ._events import ReasoningEnd
+from ._events import ReasoningStart
+from ._events import RunError
+from ._events import RunFinished
+from ._events import RunStarted
+from ._events import TextDelta
+from ._events import TextEnd
+from ._events import TextStart
+from ._events import ToolCallArgs
+from ._events import ToolCallEnd
+from ._events import ToolCallStart
+from ._events import ToolFailed
+from ._events import ToolResult
+from ._events import UIEvent
 from ._ids import check_id
-from ._limits import DEFAULT_LIMITS, UILimits
+from ._limits import DEFAULT_LIMITS
+from ._limits import UILimits
 
 __all__ = [
     "APPROVAL_PREFIX",

@@ -8,8 +8,10 @@ import msgspec
 
 from ._errors import UIError
 from ._events import CustomValue
-from ._ids import check_id, check_name
-from ._limits import DEFAULT_LIMITS, UILimits
+from ._ids import check_id
+from ._ids import check_name
+from ._limits import DEFAULT_LIMITS
+from ._limits import UILimits
 
 __all__ = ["CustomValueTooLargeError", "custom_value"]
 

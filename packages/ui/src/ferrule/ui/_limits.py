@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 

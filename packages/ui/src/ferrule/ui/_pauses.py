@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import uuid
 import warnings
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 import msgspec
 
-from ferrule.agent import Agent, CheckpointStore, PausedState
-from ferrule.agent.exceptions import CheckpointConsumedError, CheckpointNotFoundError
+from ferrule.agent import Agent
+from ferrule.agent import CheckpointStore
+from ferrule.agent import PausedState
+from ferrule.agent.exceptions import CheckpointConsumedError
+from ferrule.agent.exceptions import CheckpointNotFoundError
 
 from ._errors import ClientInputError
 from ._store import PausedRunStore

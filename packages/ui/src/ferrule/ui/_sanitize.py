@@ -7,11 +7,16 @@ from typing import Literal
 
 import msgspec
 
-from ferrule.core.messages import Message, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import UserPromptPart
 
 from ._body import check_history_length
 from ._errors import ClientInputError
-from ._limits import DEFAULT_LIMITS, UILimits
+from ._limits import DEFAULT_LIMITS
+from ._limits import UILimits
 
 __all__ = ["BrowserMessage", "sanitize_messages", "split_prompt"]
 

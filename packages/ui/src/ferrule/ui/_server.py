@@ -9,23 +9,39 @@ import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, aclosing
+from collections.abc import AsyncGenerator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from contextlib import aclosing
 from typing import Any
 
 import anyio
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse
+from starlette.responses import Response
+from starlette.types import Receive
+from starlette.types import Scope
+from starlette.types import Send
 
-from ferrule.agent import Agent, AgentStreamEvent, Decision, Paused, PausedState, StreamedRunResult
+from ferrule.agent import Agent
+from ferrule.agent import AgentStreamEvent
+from ferrule.agent import Decision
+from ferrule.agent import Paused
+from ferrule.agent import PausedState
+from ferrule.agent import StreamedRunResult
 from ferrule.core.messages import Message
 
-from ._bridge import ApprovalResponse, UIBridge
-from ._errors import ClientInputError, UIError
-from ._events import CustomValue, UIEvent
-from ._limits import OnDisconnect, UILimits
+from ._bridge import ApprovalResponse
+from ._bridge import UIBridge
+from ._errors import ClientInputError
+from ._errors import UIError
+from ._events import CustomValue
+from ._events import UIEvent
+from ._limits import OnDisconnect
+from ._limits import UILimits
 from ._pauses import Pauses
 from ._replay import ReplayBuffer
 from ._sanitize import split_prompt

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Protocol, runtime_checkable
+from typing import Protocol
+from typing import runtime_checkable
 
 from ferrule.agent import PausedState
 

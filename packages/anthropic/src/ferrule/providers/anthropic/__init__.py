@@ -20,15 +20,14 @@ from ferrule.core.lazy import lazy_getattr
 if TYPE_CHECKING:
     from ._entry import infer_model
     from ._model import AnthropicModel
-    from ._provider import (
-        AnthropicFile,
-        AnthropicModelInfo,
-        AnthropicProvider,
-        DiscoveryLimits,
-        FileLimits,
-        FileNotDownloadableError,
-    )
-    from .profiles import AnthropicProfile, anthropic_profile
+    from ._provider import AnthropicFile
+    from ._provider import AnthropicModelInfo
+    from ._provider import AnthropicProvider
+    from ._provider import DiscoveryLimits
+    from ._provider import FileLimits
+    from ._provider import FileNotDownloadableError
+    from .profiles import AnthropicProfile
+    from .profiles import anthropic_profile
 
 __version__ = "0.1.0"
 

@@ -9,36 +9,39 @@ features do not break old clients.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal, cast
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import MIN_BATCH, fast_runs
+from ferrule.core.codec import MIN_BATCH
 from ferrule.core.codec import decode_stream as _decode_sse
-from ferrule.core.errors import (
-    ERROR_CLASSES,
-    ErrorCategory,
-    ProviderError,
-    ResponseDecodeError,
-)
-from ferrule.core.messages import (
-    CompactionPart,
-    FinishReason,
-    ModelResponse,
-    ModelResponsePart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-)
-from ferrule.core.model import ModelStreamEvent, PartEndEvent, ResponseCompleted
+from ferrule.core.codec import fast_runs
+from ferrule.core.errors import ERROR_CLASSES
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import FinishReason
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import ResponseCompleted
 from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
-from ._encode import PROVIDER_NAME, WIRE_NAME_DETAIL
+from ._encode import PROVIDER_NAME
+from ._encode import WIRE_NAME_DETAIL
 
 __all__ = [
     "ERROR_CATEGORIES",

@@ -6,19 +6,25 @@ from typing import Final
 
 import msgspec
 
-from ferrule.core.codec import CodecModel, StreamDecoder, WireRequest
+from ferrule.core.codec import CodecModel
+from ferrule.core.codec import StreamDecoder
+from ferrule.core.codec import WireRequest
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
-from ferrule.core.model import Model, ModelCall
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import QueryParams
-from ferrule.core.settings import ModelSettings, validate_request_headers
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import validate_request_headers
 
 from . import _decode
-from ._encode import PROVIDER_NAME, EncodedRequest
+from ._encode import PROVIDER_NAME
+from ._encode import EncodedRequest
 from ._provider import AnthropicProvider
 from .codec import AnthropicCodec
-from .profiles import AnthropicProfile, anthropic_profile
+from .profiles import AnthropicProfile
+from .profiles import anthropic_profile
 
 __all__ = ["STREAMING_MAX_TOKENS", "AnthropicModel"]
 

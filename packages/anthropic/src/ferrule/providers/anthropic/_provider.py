@@ -8,18 +8,27 @@ import re
 import secrets
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final, Unpack, cast
+from typing import Any
+from typing import Final
+from typing import Unpack
+from typing import cast
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ErrorCategory, MissingCredentialError, ResponseDecodeError, UserError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import MissingCredentialError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UserError
 from ferrule.core.http import HttpResponse
 from ferrule.core.messages import UploadedFile
-from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
+from ferrule.core.provider import Provider
+from ferrule.core.provider import ProviderOptions
+from ferrule.core.provider import redacts_errors
 
 from ._decode import ERROR_CATEGORIES
-from ._encode import BETA_FILES_API, PROVIDER_NAME
+from ._encode import BETA_FILES_API
+from ._encode import PROVIDER_NAME
 
 __all__ = [
     "API_KEY_ENV",

@@ -9,7 +9,9 @@ so the model still sees them, and the agent's local validation still enforces th
 
 from __future__ import annotations
 
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 from ferrule.core.errors import UserError
 

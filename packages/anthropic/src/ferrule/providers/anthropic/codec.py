@@ -24,35 +24,32 @@ from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ModelCall
 
-from ._decode import (
-    ERROR_CATEGORIES,
-    FINISH_REASONS,
-    StreamDecoder,
-    decode_response,
-    decode_stream,
-    error_from_body,
-    finish_reason,
-    map_usage,
-)
-from ._encode import (
-    BETA_CODE_EXECUTION,
-    BETA_COMPACTION,
-    BETA_FILES_API,
-    BETA_INTERLEAVED_THINKING,
-    BETA_MCP_CLIENT,
-    BETA_WEB_FETCH,
-    DEFAULT_THINKING_BUDGET,
-    EFFORT_BUDGETS,
-    MAX_CACHE_POINTS,
-    MIN_THINKING_BUDGET,
-    OWNED_BODY_KEYS,
-    PROVIDER_NAME,
-    WIRE_NAME_DETAIL,
-    EncodedRequest,
-)
+from ._decode import ERROR_CATEGORIES
+from ._decode import FINISH_REASONS
+from ._decode import StreamDecoder
+from ._decode import decode_response
+from ._decode import decode_stream
+from ._decode import error_from_body
+from ._decode import finish_reason
+from ._decode import map_usage
+from ._encode import BETA_CODE_EXECUTION
+from ._encode import BETA_COMPACTION
+from ._encode import BETA_FILES_API
+from ._encode import BETA_INTERLEAVED_THINKING
+from ._encode import BETA_MCP_CLIENT
+from ._encode import BETA_WEB_FETCH
+from ._encode import DEFAULT_THINKING_BUDGET
+from ._encode import EFFORT_BUDGETS
+from ._encode import MAX_CACHE_POINTS
+from ._encode import MIN_THINKING_BUDGET
+from ._encode import OWNED_BODY_KEYS
+from ._encode import PROVIDER_NAME
+from ._encode import WIRE_NAME_DETAIL
+from ._encode import EncodedRequest
 from ._encode import encode_request as _encode_request
 from ._schema import strict_schema
-from .profiles import AnthropicProfile, anthropic_profile
+from .profiles import AnthropicProfile
+from .profiles import anthropic_profile
 
 __all__ = [
     "BETA_CODE_EXECUTION",

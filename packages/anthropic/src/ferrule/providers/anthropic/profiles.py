@@ -12,11 +12,15 @@ text, images and function tools only, so nothing the model may lack is ever sent
 from __future__ import annotations
 
 import re
-from typing import Final, Literal, TypeAlias
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
-from ferrule.core.profile import ContentKind, ModelProfile, NativeToolKind
+from ferrule.core.profile import ContentKind
+from ferrule.core.profile import ModelProfile
+from ferrule.core.profile import NativeToolKind
 
 __all__ = [
     "FAMILIES",

@@ -16,8 +16,12 @@ database_url("postgresql://app@db.internal/agents")   # PostgreSQL (psycopg 3)
 
 from __future__ import annotations
 
-from ._agent import DBOSAgent, DBOSSteps, PendingApproval
-from ._database import DatabaseUrl, DatabaseUrlError, database_url
+from ._agent import DBOSAgent
+from ._agent import DBOSSteps
+from ._agent import PendingApproval
+from ._database import DatabaseUrl
+from ._database import DatabaseUrlError
+from ._database import database_url
 
 __version__ = "0.1.0"
 

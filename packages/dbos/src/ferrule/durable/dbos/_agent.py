@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Mapping
+from typing import Any
+from typing import Generic
+from typing import TypeVar
 
 import msgspec
 
-from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS
+from dbos import SetWorkflowID
+from dbos import WorkflowHandleAsync
 from dbos import error as dbos_error  # public (`dbos.__all__`): DBOS's exception classes
-from ferrule.agent import Agent, DeferredCall, Paused, ResumeDecisions
-from ferrule.agent.durable import (
-    PROCESS_TOKEN,
-    Binding,
-    DurableError,
-    PersistedFailureError,
-    PersistedSuspensionError,
-    RuntimeMismatchError,
-    Step,
-    bind,
-    unknown_outcome,
-)
+from ferrule.agent import Agent
+from ferrule.agent import DeferredCall
+from ferrule.agent import Paused
+from ferrule.agent import ResumeDecisions
+from ferrule.agent.durable import PROCESS_TOKEN
+from ferrule.agent.durable import Binding
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import PersistedFailureError
+from ferrule.agent.durable import PersistedSuspensionError
+from ferrule.agent.durable import RuntimeMismatchError
+from ferrule.agent.durable import Step
+from ferrule.agent.durable import bind
+from ferrule.agent.durable import unknown_outcome
 
 __all__ = ["DBOSAgent", "DBOSSteps", "PendingApproval"]
 

@@ -19,10 +19,22 @@ from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._entry import infer_model
-    from ._files import DiscoveryLimits, FileLimits, GoogleFile, GoogleModelInfo, ModelList
-    from ._model import GoogleModel, decode_count_tokens
-    from ._provider import GoogleProvider, GoogleProviderBase, VertexAIProvider, regional_api_base
-    from .profiles import GeminiFamily, GoogleModelTraits, family_of, profile_for, traits_for
+    from ._files import DiscoveryLimits
+    from ._files import FileLimits
+    from ._files import GoogleFile
+    from ._files import GoogleModelInfo
+    from ._files import ModelList
+    from ._model import GoogleModel
+    from ._model import decode_count_tokens
+    from ._provider import GoogleProvider
+    from ._provider import GoogleProviderBase
+    from ._provider import VertexAIProvider
+    from ._provider import regional_api_base
+    from .profiles import GeminiFamily
+    from .profiles import GoogleModelTraits
+    from .profiles import family_of
+    from .profiles import profile_for
+    from .profiles import traits_for
 
 __version__ = "0.1.0"
 

@@ -28,37 +28,44 @@ import base64
 import binascii
 import re
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 from ferrule.core import bounded_json
 from ferrule.core.codec import completed_response
-from ferrule.core.errors import (
-    ERROR_CLASSES,
-    ContentFilterError,
-    ErrorCategory,
-    ProviderError,
-    ResponseDecodeError,
-)
+from ferrule.core.errors import ERROR_CLASSES
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.http import classify_status
-from ferrule.core.messages import (
-    BinaryContent,
-    FilePart,
-    FinishReason,
-    ModelResponse,
-    ModelResponsePart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    new_tool_call_id,
-)
-from ferrule.core.model import ModelStreamEvent, PartEndEvent, PartStartEvent, ResponseCompleted
-from ferrule.core.sse import SseEvent, SseParser
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import FinishReason
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import new_tool_call_id
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.sse import SseEvent
+from ferrule.core.sse import SseParser
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
-from ._wire import Candidate, GenerateContentResponse, ModalityCount, Part, Status, UsageMetadata
+from ._wire import Candidate
+from ._wire import GenerateContentResponse
+from ._wire import ModalityCount
+from ._wire import Part
+from ._wire import Status
+from ._wire import UsageMetadata
 
 __all__ = [
     "FINISH_REASONS",

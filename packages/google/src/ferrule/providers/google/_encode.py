@@ -12,47 +12,57 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
-from typing import Any, Final, Literal, assert_never
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
 
 import msgspec
 
 from ferrule.core.codec import WireCache
-from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
-from ferrule.core.errors import UnsupportedContentError, UnsupportedFeatureError, UserError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CompactionPart,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryPromptPart,
-    SpeechPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-    replay_args,
-    replayable_to,
-)
-from ferrule.core.model import JsonObjectFormat, JsonSchemaFormat, ModelCall, ToolDefinition
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH
+from ferrule.core.codec_parts import never_sent
+from ferrule.core.errors import UnsupportedContentError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryFeedbackPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SpeechPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.messages import replay_args
+from ferrule.core.messages import replayable_to
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ToolDefinition
 
-from ._schema import SchemaDialect, to_json_schema, to_openapi_schema
-from .profiles import GoogleModelTraits, traits_for
+from ._schema import SchemaDialect
+from ._schema import to_json_schema
+from ._schema import to_openapi_schema
+from .profiles import GoogleModelTraits
+from .profiles import traits_for
 
 __all__ = ["DUMMY_THOUGHT_SIGNATURE", "EXTRA_BODY_TAG", "EncodeOptions", "build_request", "encode_request"]
 

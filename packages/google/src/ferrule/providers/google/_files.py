@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ResponseDecodeError, UserError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UserError
 from ferrule.core.messages import UploadedFile
 
 __all__ = [

@@ -12,13 +12,18 @@ from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.model import ModelCall
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import QueryParams
-from ferrule.core.settings import ModelSettings, validate_request_headers
+from ferrule.core.settings import ModelSettings
+from ferrule.core.settings import validate_request_headers
 
-from ._encode import EncodeOptions, build_request
-from ._provider import GoogleProvider, GoogleProviderBase
+from ._encode import EncodeOptions
+from ._encode import build_request
+from ._provider import GoogleProvider
+from ._provider import GoogleProviderBase
 from ._schema import SchemaDialect
 from .codec import GoogleCodec
-from .profiles import GoogleModelTraits, profile_for, traits_for
+from .profiles import GoogleModelTraits
+from .profiles import profile_for
+from .profiles import traits_for
 
 __all__ = ["GoogleModel"]
 

@@ -4,38 +4,42 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Final, Literal, NoReturn, Unpack
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import NoReturn
+from typing import Unpack
 from urllib.parse import quote
 
 import httpx2
 import msgspec
 
-from ferrule.core.errors import (
-    ErrorCategory,
-    MissingCredentialError,
-    ResponseDecodeError,
-    UnsupportedFeatureError,
-    UserError,
-)
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import MissingCredentialError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
 from ferrule.core.messages import UploadedFile
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
-from ferrule.core.url_policy import redact_url, url_origin
+from ferrule.core.provider import Provider
+from ferrule.core.provider import ProviderOptions
+from ferrule.core.provider import redacts_errors
+from ferrule.core.url_policy import redact_url
+from ferrule.core.url_policy import url_origin
 
-from ._decode import STATUS_CATEGORIES, category_for_status
-from ._files import (
-    DiscoveryLimits,
-    FileLimits,
-    GoogleFile,
-    GoogleModelInfo,
-    ModelList,
-    check_delete_ack,
-    check_media_type,
-    file_name_of,
-    parse_file_body,
-    parse_model_page,
-    parse_upload_result,
-)
+from ._decode import STATUS_CATEGORIES
+from ._decode import category_for_status
+from ._files import DiscoveryLimits
+from ._files import FileLimits
+from ._files import GoogleFile
+from ._files import GoogleModelInfo
+from ._files import ModelList
+from ._files import check_delete_ack
+from ._files import check_media_type
+from ._files import file_name_of
+from ._files import parse_file_body
+from ._files import parse_model_page
+from ._files import parse_upload_result
 
 __all__ = [
     "GEMINI_API_KEY_VARS",

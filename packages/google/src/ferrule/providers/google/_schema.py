@@ -23,7 +23,10 @@ Gemini; the application's original schema is what ferrule validates arguments an
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
 
 from ferrule.core.errors import UserError
 

@@ -7,7 +7,8 @@ token counts must be non-negative.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
 import msgspec
 

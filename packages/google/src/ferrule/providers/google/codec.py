@@ -19,23 +19,28 @@ prompt or a filtered answer raises [`ContentFilterError`][ferrule.core.errors.Co
 
 from __future__ import annotations
 
-from ferrule.core.codec import WireCache, WireRequest
+from ferrule.core.codec import WireCache
+from ferrule.core.codec import WireRequest
 from ferrule.core.errors import UserError
 from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ModelCall
 
-from ._decode import (
-    FINISH_REASONS,
-    StreamDecoder,
-    category_for_status,
-    decode_response,
-    decode_stream,
-    error_from_status,
-    map_finish_reason,
-    usage_from_metadata,
-)
-from ._encode import DUMMY_THOUGHT_SIGNATURE, EXTRA_BODY_TAG, EncodeOptions, build_request, encode_request
-from ._schema import SchemaDialect, to_json_schema, to_openapi_schema
+from ._decode import FINISH_REASONS
+from ._decode import StreamDecoder
+from ._decode import category_for_status
+from ._decode import decode_response
+from ._decode import decode_stream
+from ._decode import error_from_status
+from ._decode import map_finish_reason
+from ._decode import usage_from_metadata
+from ._encode import DUMMY_THOUGHT_SIGNATURE
+from ._encode import EXTRA_BODY_TAG
+from ._encode import EncodeOptions
+from ._encode import build_request
+from ._encode import encode_request
+from ._schema import SchemaDialect
+from ._schema import to_json_schema
+from ._schema import to_openapi_schema
 
 __all__ = [
     "DUMMY_THOUGHT_SIGNATURE",

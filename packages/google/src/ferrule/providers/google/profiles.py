@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Final, Literal, TypeAlias
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
-from ferrule.core.profile import ContentKind, ModelProfile, NativeToolKind
+from ferrule.core.profile import ContentKind
+from ferrule.core.profile import ModelProfile
+from ferrule.core.profile import NativeToolKind
 
 from ._schema import SchemaDialect
 

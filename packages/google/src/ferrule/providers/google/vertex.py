@@ -14,6 +14,8 @@ model = GoogleModel(
 from __future__ import annotations
 
 from ._entry import google_vertex as infer_model
-from ._provider import VERTEX_TOKEN_VAR, VertexAIProvider, regional_api_base
+from ._provider import VERTEX_TOKEN_VAR
+from ._provider import VertexAIProvider
+from ._provider import regional_api_base
 
 __all__ = ["VERTEX_TOKEN_VAR", "VertexAIProvider", "infer_model", "regional_api_base"]

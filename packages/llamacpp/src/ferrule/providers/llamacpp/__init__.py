@@ -23,30 +23,25 @@ from typing import TYPE_CHECKING
 from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._catalog import (
-        CATALOG,
-        DEFAULT_MODEL,
-        LocalModel,
-        ModelPart,
-        UnknownLocalModelError,
-        get_local_model,
-    )
+    from ._catalog import CATALOG
+    from ._catalog import DEFAULT_MODEL
+    from ._catalog import LocalModel
+    from ._catalog import ModelPart
+    from ._catalog import UnknownLocalModelError
+    from ._catalog import get_local_model
     from ._entry import infer_model
-    from ._fetch import (
-        ModelDownloadError,
-        ModelVerificationError,
-        cached_model_path,
-        ensure_model,
-        model_cache_dir,
-    )
-    from ._model import LocalLlamaCppModel, shutdown_shared_servers
-    from ._server import (
-        LlamaCppServer,
-        LlamaCppServerError,
-        MissingServerDependencyError,
-        default_threads,
-        local_model_profile,
-    )
+    from ._fetch import ModelDownloadError
+    from ._fetch import ModelVerificationError
+    from ._fetch import cached_model_path
+    from ._fetch import ensure_model
+    from ._fetch import model_cache_dir
+    from ._model import LocalLlamaCppModel
+    from ._model import shutdown_shared_servers
+    from ._server import LlamaCppServer
+    from ._server import LlamaCppServerError
+    from ._server import MissingServerDependencyError
+    from ._server import default_threads
+    from ._server import local_model_profile
 
 __version__ = "0.1.0"
 

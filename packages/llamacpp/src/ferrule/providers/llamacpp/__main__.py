@@ -26,16 +26,16 @@ import msgspec
 
 from ferrule.core.errors import FerruleError
 
-from ._catalog import CATALOG, DEFAULT_MODEL
-from ._fetch import cached_model_path, ensure_model
-from ._server import (
-    API_KEY_ENV,
-    DEFAULT_CONTEXT_SIZE,
-    build_params,
-    default_threads,
-    import_xllamacpp,
-    wait_ready,
-)
+from ._catalog import CATALOG
+from ._catalog import DEFAULT_MODEL
+from ._fetch import cached_model_path
+from ._fetch import ensure_model
+from ._server import API_KEY_ENV
+from ._server import DEFAULT_CONTEXT_SIZE
+from ._server import build_params
+from ._server import default_threads
+from ._server import import_xllamacpp
+from ._server import wait_ready
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -24,7 +24,8 @@ def bind_model(
     settings: ModelSettings | None,
 ) -> OpenAIChatModel:
     """An `OpenAIChatModel` on a running server: its origin only, its API key, the local-model profile."""
-    from ferrule.providers.openai import LlamaCppServerProvider, OpenAIChatModel
+    from ferrule.providers.openai import LlamaCppServerProvider
+    from ferrule.providers.openai import OpenAIChatModel
 
     provider = LlamaCppServerProvider(base_url=base_url, api_key=api_key, url_policy=url_policy)
     dialect = provider.chat_profile(model_name).dialect

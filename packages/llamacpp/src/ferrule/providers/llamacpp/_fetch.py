@@ -20,13 +20,20 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator
+from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Final, Protocol
+from typing import IO
+from typing import Final
+from typing import Protocol
 
 from ferrule.core.errors import FerruleError
 
-from ._catalog import DEFAULT_MODEL, LocalModel, ModelPart, get_local_model
+from ._catalog import DEFAULT_MODEL
+from ._catalog import LocalModel
+from ._catalog import ModelPart
+from ._catalog import get_local_model
 
 __all__ = [
     "CACHE_ENV",

@@ -24,12 +24,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ferrule.core.messages import ModelResponse
-from ferrule.core.model import Model, ModelCall, ModelStreamEvent
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 
-from ._catalog import DEFAULT_MODEL, LocalModel
-from ._server import DEFAULT_CONTEXT_SIZE, LlamaCppServer
+from ._catalog import DEFAULT_MODEL
+from ._catalog import LocalModel
+from ._server import DEFAULT_CONTEXT_SIZE
+from ._server import LlamaCppServer
 
 __all__ = ["PROVIDER_NAME", "LocalLlamaCppModel", "shutdown_shared_servers"]
 

@@ -15,18 +15,24 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import Self
 
 import anyio
 import msgspec
 
-from ferrule.core.errors import FerruleError, UserError
+from ferrule.core.errors import FerruleError
+from ferrule.core.errors import UserError
 from ferrule.core.install import install_hint
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
 
-from ._catalog import DEFAULT_MODEL, LocalModel, get_local_model
+from ._catalog import DEFAULT_MODEL
+from ._catalog import LocalModel
+from ._catalog import get_local_model
 from ._fetch import ensure_model
 
 if TYPE_CHECKING:

@@ -19,32 +19,33 @@ from typing import TYPE_CHECKING
 from ferrule.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._model import OpenAIChatModel, OpenAIModelOptions, OpenAIResponsesModel
-    from ._provider import (
-        CompatibleOptions,
-        DiscoveredModel,
-        OpenAICompatibleProvider,
-        OpenAIProvider,
-        local_url_policy,
-    )
-    from .compatible import (
-        AzureOpenAIProvider,
-        CerebrasProvider,
-        DeepSeekProvider,
-        FireworksProvider,
-        GroqProvider,
-        HuggingFaceProvider,
-        LlamaCppServerProvider,
-        LMStudioProvider,
-        MaxPrice,
-        MistralOpenAIProvider,
-        OllamaProvider,
-        OpenRouterProvider,
-        OpenRouterRouting,
-        TogetherProvider,
-        VLLMProvider,
-    )
-    from .profiles import ChatDialect, ChatProfile, ResponsesDialect, ResponsesProfile
+    from ._model import OpenAIChatModel
+    from ._model import OpenAIModelOptions
+    from ._model import OpenAIResponsesModel
+    from ._provider import CompatibleOptions
+    from ._provider import DiscoveredModel
+    from ._provider import OpenAICompatibleProvider
+    from ._provider import OpenAIProvider
+    from ._provider import local_url_policy
+    from .compatible import AzureOpenAIProvider
+    from .compatible import CerebrasProvider
+    from .compatible import DeepSeekProvider
+    from .compatible import FireworksProvider
+    from .compatible import GroqProvider
+    from .compatible import HuggingFaceProvider
+    from .compatible import LlamaCppServerProvider
+    from .compatible import LMStudioProvider
+    from .compatible import MaxPrice
+    from .compatible import MistralOpenAIProvider
+    from .compatible import OllamaProvider
+    from .compatible import OpenRouterProvider
+    from .compatible import OpenRouterRouting
+    from .compatible import TogetherProvider
+    from .compatible import VLLMProvider
+    from .profiles import ChatDialect
+    from .profiles import ChatProfile
+    from .profiles import ResponsesDialect
+    from .profiles import ResponsesProfile
 
 __version__ = "0.1.0"
 

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
-from typing import Any, ParamSpec, cast
+from datetime import UTC
+from datetime import datetime
+from decimal import Decimal
+from decimal import InvalidOperation
+from typing import Any
+from typing import ParamSpec
+from typing import cast
 
 import msgspec
 
-from ferrule.core.errors import (
-    ERROR_CLASSES,
-    ErrorCategory,
-    ProviderError,
-    ResponseDecodeError,
-)
+from ferrule.core.errors import ERROR_CLASSES
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
 from ferrule.core.http import classify_status
 from ferrule.core.messages import FinishReason
 

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 
-from ferrule.core.errors import UnsupportedContentError, UserError
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    DocumentUrl,
-    ImageUrl,
-    TextContent,
-    UploadedFile,
-    VideoUrl,
-)
+from ferrule.core.errors import UnsupportedContentError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import VideoUrl
 
 _ENCODE = msgspec.json.encode
 

@@ -9,24 +9,24 @@ timeouts and a size limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 
 import msgspec
 
-from ferrule.core.http import HttpLimits, Timeouts
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    DocumentUrl,
-    ImageUrl,
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-    is_request,
-)
+from ferrule.core.http import HttpLimits
+from ferrule.core.http import Timeouts
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.messages import is_request
 from ferrule.core.model import ModelCall
 from ferrule.core.provider import Provider
 from ferrule.core.url_policy import UrlPolicy

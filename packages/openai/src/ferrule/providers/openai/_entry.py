@@ -20,23 +20,24 @@ from collections.abc import Callable
 from ferrule.core.errors import UserError
 from ferrule.core.model import Model
 
-from ._model import OpenAIChatModel, OpenAIResponsesModel
-from ._provider import OpenAICompatibleProvider, OpenAIProvider, local_url_policy
-from .compatible import (
-    AzureOpenAIProvider,
-    CerebrasProvider,
-    DeepSeekProvider,
-    FireworksProvider,
-    GroqProvider,
-    HuggingFaceProvider,
-    LlamaCppServerProvider,
-    LMStudioProvider,
-    MistralOpenAIProvider,
-    OllamaProvider,
-    OpenRouterProvider,
-    TogetherProvider,
-    VLLMProvider,
-)
+from ._model import OpenAIChatModel
+from ._model import OpenAIResponsesModel
+from ._provider import OpenAICompatibleProvider
+from ._provider import OpenAIProvider
+from ._provider import local_url_policy
+from .compatible import AzureOpenAIProvider
+from .compatible import CerebrasProvider
+from .compatible import DeepSeekProvider
+from .compatible import FireworksProvider
+from .compatible import GroqProvider
+from .compatible import HuggingFaceProvider
+from .compatible import LlamaCppServerProvider
+from .compatible import LMStudioProvider
+from .compatible import MistralOpenAIProvider
+from .compatible import OllamaProvider
+from .compatible import OpenRouterProvider
+from .compatible import TogetherProvider
+from .compatible import VLLMProvider
 
 __all__ = ["PREFIXES", "infer"]  # and one entry-point function per prefix, below
 

@@ -4,29 +4,41 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import AsyncIterator, Hashable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from collections.abc import AsyncIterator
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
+from typing import TypedDict
+from typing import Unpack
 
-from ferrule.core.codec import CodecModel, HistoryProof
-from ferrule.core.errors import ContentFilterError, UnsupportedFeatureError, UserError
-from ferrule.core.messages import (
-    AudioUrl,
-    DocumentUrl,
-    ImageUrl,
-    ModelResponse,
-    UserContent,
-    VideoUrl,
-)
-from ferrule.core.model import ModelCall, ModelStreamEvent
+from ferrule.core.codec import CodecModel
+from ferrule.core.codec import HistoryProof
+from ferrule.core.errors import ContentFilterError
+from ferrule.core.errors import UnsupportedFeatureError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
 from ferrule.core.profile import ModelProfile
 from ferrule.core.provider import QueryParams
 from ferrule.core.settings import ModelSettings
 from ferrule.core.url_policy import UrlPolicy
 
 from ._content import is_text_like
-from ._download import DEFAULT_MAX_DOWNLOAD_BYTES, any_needs_bytes, resolve_downloads
-from ._provider import OpenAICompatibleProvider, OpenAIProvider
-from .profiles import UNKNOWN, ChatDialect, ResponsesDialect
+from ._download import DEFAULT_MAX_DOWNLOAD_BYTES
+from ._download import any_needs_bytes
+from ._download import resolve_downloads
+from ._provider import OpenAICompatibleProvider
+from ._provider import OpenAIProvider
+from .profiles import UNKNOWN
+from .profiles import ChatDialect
+from .profiles import ResponsesDialect
 
 if TYPE_CHECKING:
     # Each codec is imported by its model's first codec (the first request or `encode`): importing

@@ -5,27 +5,35 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar, Literal, Unpack
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+from typing import Unpack
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.errors import ErrorCategory, MissingCredentialError, UserError
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import MissingCredentialError
+from ferrule.core.errors import UserError
 from ferrule.core.profile import ModelProfile
-from ferrule.core.provider import Provider, ProviderOptions, redacts_errors
+from ferrule.core.provider import Provider
+from ferrule.core.provider import ProviderOptions
+from ferrule.core.provider import redacts_errors
 from ferrule.core.url_policy import UrlPolicy
 
-from ._common import as_dict, as_list, as_str, timestamp
-from .profiles import (
-    ChatProfile,
-    ProfileLookup,
-    ProfileOverride,
-    ResponsesProfile,
-    generic_profile,
-    openai_chat_profile,
-    openai_responses_profile,
-    resolve,
-)
+from ._common import as_dict
+from ._common import as_list
+from ._common import as_str
+from ._common import timestamp
+from .profiles import ChatProfile
+from .profiles import ProfileLookup
+from .profiles import ProfileOverride
+from .profiles import ResponsesProfile
+from .profiles import generic_profile
+from .profiles import openai_chat_profile
+from .profiles import openai_responses_profile
+from .profiles import resolve
 
 __all__ = [
     "DEFAULT_MAX_MODELS",

@@ -24,7 +24,8 @@ Everything here is a pure function of the call: no I/O, tested without a server.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -32,32 +33,28 @@ import msgspec.structs
 
 from ferrule.core import bounded_json
 from ferrule.core.errors import UserError
-from ferrule.core.messages import (
-    Message,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-    new_tool_call_id,
-)
-from ferrule.core.model import (
-    JsonObjectFormat,
-    JsonSchemaFormat,
-    ModelCall,
-    ModelStreamEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    ResponseCompleted,
-    TextFormat,
-    TextPartDelta,
-    ToolDefinition,
-)
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelRequestPart
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import new_tool_call_id
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import PartDeltaEvent
+from ferrule.core.model import PartEndEvent
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import TextFormat
+from ferrule.core.model import TextPartDelta
+from ferrule.core.model import ToolDefinition
 
 __all__ = [
     "EMULATED_OUTPUT_NAME",

@@ -29,28 +29,29 @@ import functools
 import math
 import os
 import re
-from typing import Literal, Unpack
+from typing import Literal
+from typing import Unpack
 
 import msgspec
 
 from ferrule.core.errors import UserError
 
-from ._provider import CompatibleOptions, OpenAICompatibleProvider, local_url_policy
-from .profiles import (
-    ChatProfile,
-    azure_chat_profile,
-    azure_responses_profile,
-    cerebras_profile,
-    deepseek_profile,
-    deepseek_responses_profile,
-    fireworks_profile,
-    groq_profile,
-    huggingface_profile,
-    local_server_profile,
-    mistral_profile,
-    openrouter_profile,
-    together_profile,
-)
+from ._provider import CompatibleOptions
+from ._provider import OpenAICompatibleProvider
+from ._provider import local_url_policy
+from .profiles import ChatProfile
+from .profiles import azure_chat_profile
+from .profiles import azure_responses_profile
+from .profiles import cerebras_profile
+from .profiles import deepseek_profile
+from .profiles import deepseek_responses_profile
+from .profiles import fireworks_profile
+from .profiles import groq_profile
+from .profiles import huggingface_profile
+from .profiles import local_server_profile
+from .profiles import mistral_profile
+from .profiles import openrouter_profile
+from .profiles import together_profile
 
 __all__ = [
     "AzureOpenAIProvider",

@@ -18,11 +18,14 @@ provider's built-in family table, then the fail-closed fallback, then the applic
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Literal
+from typing import TypeAlias
 
 import msgspec
 
-from ferrule.core.profile import ContentKind, ModelProfile, NativeToolKind
+from ferrule.core.profile import ContentKind
+from ferrule.core.profile import ModelProfile
+from ferrule.core.profile import NativeToolKind
 
 __all__ = [
     "CHAT_SAMPLING",

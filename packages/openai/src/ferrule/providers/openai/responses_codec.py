@@ -20,60 +20,65 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Annotated, Any, Final, Literal, assert_never
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Annotated
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
-from ferrule.core.codec import MIN_BATCH, WireCache, WireRequest, fast_runs
+from ferrule.core.codec import MIN_BATCH
+from ferrule.core.codec import WireCache
+from ferrule.core.codec import WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
-from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH, never_sent
-from ferrule.core.errors import (
-    ErrorCategory,
-    ProviderError,
-    ResponseDecodeError,
-    UserError,
-)
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CompactionPart,
-    DocumentUrl,
-    FilePart,
-    ImageUrl,
-    Message,
-    ModelResponse,
-    ModelResponsePart,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryPromptPart,
-    SpeechPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-    replayable_to,
-)
-from ferrule.core.model import (
-    JsonObjectFormat,
-    JsonSchemaFormat,
-    ModelCall,
-    ModelStreamEvent,
-    NativeTool,
-    OutputFormat,
-    PartStartEvent,
-    ResponseCompleted,
-    ToolDefinition,
-)
+from ferrule.core.codec import fast_runs
+from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH
+from ferrule.core.codec_parts import never_sent
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ProviderError
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import ModelResponsePart
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryFeedbackPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SpeechPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.messages import replayable_to
+from ferrule.core.model import JsonObjectFormat
+from ferrule.core.model import JsonSchemaFormat
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import NativeTool
+from ferrule.core.model import OutputFormat
+from ferrule.core.model import PartStartEvent
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.model import ToolDefinition
 from ferrule.core.profile import ModelProfile
 from ferrule.core.settings import ModelSettings
 from ferrule.core.sse import SseEvent
@@ -81,27 +86,23 @@ from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
 
 from . import strict_schema
-from ._common import (
-    OPENAI,
-    SHAPE_ERRORS,
-    as_dict,
-    as_int,
-    as_list,
-    as_str,
-    in_band_error,
-    json_encoded,
-    shape_errors,
-    timestamp,
-)
-from ._content import (
-    check_uploaded_here,
-    extension,
-    identifier,
-    inline_text_file,
-    is_text_like,
-    refuse,
-    tool_result_text,
-)
+from ._common import OPENAI
+from ._common import SHAPE_ERRORS
+from ._common import as_dict
+from ._common import as_int
+from ._common import as_list
+from ._common import as_str
+from ._common import in_band_error
+from ._common import json_encoded
+from ._common import shape_errors
+from ._common import timestamp
+from ._content import check_uploaded_here
+from ._content import extension
+from ._content import identifier
+from ._content import inline_text_file
+from ._content import is_text_like
+from ._content import refuse
+from ._content import tool_result_text
 from .profiles import ResponsesDialect
 
 __all__ = [

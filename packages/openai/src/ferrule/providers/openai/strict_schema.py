@@ -13,7 +13,8 @@ is unset, whether the schema is already strict-compatible. Input schemas are nev
 from __future__ import annotations
 
 import functools
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import msgspec
 

@@ -9,17 +9,16 @@ when to choose Temporal or DBOS and how to run a worker.
 
 from __future__ import annotations
 
-from ._agent import (
-    ACTIVITIES,
-    AgentWorkflow,
-    PendingApproval,
-    TemporalAgent,
-    mcp_request,
-    model_request,
-    registered,
-    tool_call,
-)
-from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
+from ._agent import ACTIVITIES
+from ._agent import AgentWorkflow
+from ._agent import PendingApproval
+from ._agent import TemporalAgent
+from ._agent import mcp_request
+from ._agent import model_request
+from ._agent import registered
+from ._agent import tool_call
+from ._sandbox import PASSTHROUGH_MODULES
+from ._sandbox import workflow_runner
 
 __version__ = "0.1.0"
 

@@ -13,37 +13,56 @@ update ends it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing, contextmanager
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from contextlib import aclosing
+from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
 import msgspec
-from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio import activity
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from ferrule.agent import Agent, DeferredCall, Paused, ResumeDecisions, RunContext, Tool
-from ferrule.agent.durable import (
-    Binding,
-    DurableError,
-    MissingWorkerRegistrationError,
-    PersistedFailureError,
-    PersistedSuspensionError,
-    Step,
-    bind,
-    encode_response,
-    tool_step,
-    unknown_outcome,
-)
+from ferrule.agent import Agent
+from ferrule.agent import DeferredCall
+from ferrule.agent import Paused
+from ferrule.agent import ResumeDecisions
+from ferrule.agent import RunContext
+from ferrule.agent import Tool
+from ferrule.agent.durable import Binding
+from ferrule.agent.durable import DurableError
+from ferrule.agent.durable import MissingWorkerRegistrationError
+from ferrule.agent.durable import PersistedFailureError
+from ferrule.agent.durable import PersistedSuspensionError
+from ferrule.agent.durable import Step
+from ferrule.agent.durable import bind
+from ferrule.agent.durable import encode_response
+from ferrule.agent.durable import tool_step
+from ferrule.agent.durable import unknown_outcome
 from ferrule.agent.model_strings import infer_model
-from ferrule.agent.toolsets import AbstractToolset, FunctionToolset, tools_of
+from ferrule.agent.toolsets import AbstractToolset
+from ferrule.agent.toolsets import FunctionToolset
+from ferrule.agent.toolsets import tools_of
 from ferrule.core.messages import ModelResponse
-from ferrule.core.model import Model, ModelCall, ResponseCompleted
-from ferrule.core.retry import request_with_retry, stream_with_retry
+from ferrule.core.model import Model
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ResponseCompleted
+from ferrule.core.retry import request_with_retry
+from ferrule.core.retry import stream_with_retry
 from ferrule.core.usage import RunUsage
 
 __all__ = [

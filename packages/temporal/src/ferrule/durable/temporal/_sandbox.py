@@ -40,7 +40,8 @@ def workflow_runner(*passthrough: str) -> SandboxedWorkflowRunner:
     the workflow module imports inside `workflow.unsafe.imports_passed_through()`, not in the
     workflow module itself: the sandbox runs that module again for every workflow.
     """
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+    from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
     for name in _PRELOAD:
         importlib.import_module(name)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from ferrule.core.errors import UserError
 

@@ -10,20 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import server_app
-from ._encode import (
-    APPROVAL_REASON,
-    CONTENT_TYPE,
-    ContentPart,
-    InputMessage,
-    ResumeEntry,
-    RunAgentInput,
-    browser_messages,
-    encode,
-    encode_jsonl,
-    encode_sse,
-    parse_approval,
-    parse_run_input,
-)
+from ._encode import APPROVAL_REASON
+from ._encode import CONTENT_TYPE
+from ._encode import ContentPart
+from ._encode import InputMessage
+from ._encode import ResumeEntry
+from ._encode import RunAgentInput
+from ._encode import browser_messages
+from ._encode import encode
+from ._encode import encode_jsonl
+from ._encode import encode_sse
+from ._encode import parse_approval
+from ._encode import parse_run_input
 
 __all__ = [
     "APPROVAL_REASON",

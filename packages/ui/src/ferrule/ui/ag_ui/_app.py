@@ -11,19 +11,23 @@ from starlette.routing import Route
 from ferrule.agent import Agent
 
 from .._errors import ClientInputError
-from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._limits import DEFAULT_LIMITS
+from .._limits import OnDisconnect
+from .._limits import UILimits
 from .._pauses import pauses_for
 from .._sanitize import sanitize_messages
-from .._server import (
-    CustomValues,
-    DepsFactory,
-    Host,
-    Runs,
-    Segment,
-    read_body,
-)
+from .._server import CustomValues
+from .._server import DepsFactory
+from .._server import Host
+from .._server import Runs
+from .._server import Segment
+from .._server import read_body
 from .._store import PausedRunStore
-from ._encode import CONTENT_TYPE, browser_messages, encode_sse, parse_approval, parse_run_input
+from ._encode import CONTENT_TYPE
+from ._encode import browser_messages
+from ._encode import encode_sse
+from ._encode import parse_approval
+from ._encode import parse_run_input
 
 __all__ = ["app"]
 

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal, assert_never, cast
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
+from typing import cast
 
 import msgspec
 
 from ferrule import ui
-from ferrule.agent import Decision, DeferredCall
+from ferrule.agent import Decision
+from ferrule.agent import DeferredCall
 
-from .._body import check_history_length, client_id, decode_body
-from .._bridge import ApprovalResponse, decisions_from
+from .._body import check_history_length
+from .._body import client_id
+from .._body import decode_body
+from .._bridge import ApprovalResponse
+from .._bridge import decisions_from
 from .._errors import ClientInputError
-from .._limits import DEFAULT_LIMITS, UILimits
+from .._limits import DEFAULT_LIMITS
+from .._limits import UILimits
 from .._sanitize import BrowserMessage
 
 __all__ = [

@@ -10,18 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import server_app
-from ._encode import (
-    DONE,
-    HEADERS,
-    ChatRequest,
-    UIMessage,
-    UIMessagePart,
-    approvals_from,
-    browser_messages,
-    chunks,
-    encode,
-    parse_request,
-)
+from ._encode import DONE
+from ._encode import HEADERS
+from ._encode import ChatRequest
+from ._encode import UIMessage
+from ._encode import UIMessagePart
+from ._encode import approvals_from
+from ._encode import browser_messages
+from ._encode import chunks
+from ._encode import encode
+from ._encode import parse_request
 
 __all__ = [
     "DONE",

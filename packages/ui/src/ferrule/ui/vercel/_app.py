@@ -15,22 +15,26 @@ from .._body import client_id
 from .._bridge import decisions_from
 from .._errors import ClientInputError
 from .._ids import check_id
-from .._limits import DEFAULT_LIMITS, OnDisconnect, UILimits
+from .._limits import DEFAULT_LIMITS
+from .._limits import OnDisconnect
+from .._limits import UILimits
 from .._pauses import pauses_for
 from .._sanitize import sanitize_messages
-from .._server import (
-    CustomValues,
-    DepsFactory,
-    FollowResponse,
-    Host,
-    Runs,
-    Segment,
-    client_error,
-    new_run_id,
-    read_body,
-)
+from .._server import CustomValues
+from .._server import DepsFactory
+from .._server import FollowResponse
+from .._server import Host
+from .._server import Runs
+from .._server import Segment
+from .._server import client_error
+from .._server import new_run_id
+from .._server import read_body
 from .._store import PausedRunStore
-from ._encode import HEADERS, approvals_from, browser_messages, encode, parse_request
+from ._encode import HEADERS
+from ._encode import approvals_from
+from ._encode import browser_messages
+from ._encode import encode
+from ._encode import parse_request
 
 __all__ = ["app"]
 

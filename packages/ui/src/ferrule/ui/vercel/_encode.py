@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, assert_never
+from typing import Any
+from typing import Final
+from typing import assert_never
 
 import msgspec
 
 from ferrule import ui
 
-from .._body import check_history_length, client_id, decode_body
+from .._body import check_history_length
+from .._body import client_id
+from .._body import decode_body
 from .._bridge import ApprovalResponse
 from .._errors import ClientInputError
-from .._limits import DEFAULT_LIMITS, UILimits
+from .._limits import DEFAULT_LIMITS
+from .._limits import UILimits
 from .._sanitize import BrowserMessage
 
 __all__ = [

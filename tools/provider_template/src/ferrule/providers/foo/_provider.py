@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Final, Unpack
+from typing import Final
+from typing import Unpack
 
 from ferrule.core.errors import MissingCredentialError
-from ferrule.core.provider import Provider, ProviderOptions
+from ferrule.core.provider import Provider
+from ferrule.core.provider import ProviderOptions
 
 from .codec import PROVIDER_NAME
 

@@ -15,48 +15,49 @@ malformed input raises `ResponseDecodeError`, never an empty success.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, assert_never
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import assert_never
 
 import msgspec
 
 from ferrule.core import bounded_json
 from ferrule.core.codec import WireRequest
 from ferrule.core.codec_parts import never_sent
-from ferrule.core.errors import (
-    ERROR_CLASSES,
-    ErrorCategory,
-    ResponseDecodeError,
-    UnsupportedContentError,
-    UserError,
-)
-from ferrule.core.messages import (
-    AudioUrl,
-    BinaryContent,
-    CachePoint,
-    CompactionPart,
-    DocumentUrl,
-    FilePart,
-    FinishReason,
-    ImageUrl,
-    ModelRequest,
-    ModelResponse,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-    RetryFeedbackPart,
-    RetryPromptPart,
-    SpeechPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UploadedFile,
-    UserContent,
-    UserPromptPart,
-    VideoUrl,
-)
-from ferrule.core.model import ModelCall, ModelStreamEvent, ResponseCompleted
+from ferrule.core.errors import ERROR_CLASSES
+from ferrule.core.errors import ErrorCategory
+from ferrule.core.errors import ResponseDecodeError
+from ferrule.core.errors import UnsupportedContentError
+from ferrule.core.errors import UserError
+from ferrule.core.messages import AudioUrl
+from ferrule.core.messages import BinaryContent
+from ferrule.core.messages import CachePoint
+from ferrule.core.messages import CompactionPart
+from ferrule.core.messages import DocumentUrl
+from ferrule.core.messages import FilePart
+from ferrule.core.messages import FinishReason
+from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import ModelRequest
+from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
+from ferrule.core.messages import RetryFeedbackPart
+from ferrule.core.messages import RetryPromptPart
+from ferrule.core.messages import SpeechPart
+from ferrule.core.messages import SystemPromptPart
+from ferrule.core.messages import TextContent
+from ferrule.core.messages import TextPart
+from ferrule.core.messages import ThinkingPart
+from ferrule.core.messages import ToolCallPart
+from ferrule.core.messages import ToolReturnPart
+from ferrule.core.messages import UploadedFile
+from ferrule.core.messages import UserContent
+from ferrule.core.messages import UserPromptPart
+from ferrule.core.messages import VideoUrl
+from ferrule.core.model import ModelCall
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.model import ResponseCompleted
 from ferrule.core.sse import SseEvent
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
