@@ -28,6 +28,18 @@ def refuse(kind: str, provider_name: str, model_name: str, reason: str) -> Unsup
     return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
 
 
+def refuse_undownloaded(
+    kind: str, noun: str, url: str, provider_name: str, model_name: str
+) -> UnsupportedContentError:
+    """The refusal of a URL item set to `force_download` that reached the encoder undownloaded."""
+    return refuse(
+        kind,
+        provider_name,
+        model_name,
+        f"{noun} {url!r} must be downloaded before encoding (force_download is set)",
+    )
+
+
 def is_text_like(media_type: str) -> bool:
     """Whether a media type is text that is better inlined than sent as a file."""
     return (

@@ -90,6 +90,11 @@ class _OpenAIModelBase(CodecModel[OpenAICompatibleProvider]):
         self.max_download_bytes = options.get("max_download_bytes", DEFAULT_MAX_DOWNLOAD_BYTES)
         """Largest such download."""
 
+    def _choose_profile(self, resolved: ModelProfile, options: OpenAIModelOptions) -> None:
+        """The model's profile: `profile=` where given, else `resolved` (the provider's table's)."""
+        profile = options.get("profile")
+        self._profile = profile if profile is not None else resolved
+
     @property
     def profile(self) -> ModelProfile:
         """What this model supports; requests asking for more fail before any I/O."""
@@ -185,8 +190,7 @@ class OpenAIChatModel(_OpenAIModelBase):
     ) -> None:
         super().__init__(model_name, options)
         resolved = self._provider.chat_profile(model_name)
-        profile = options.get("profile")
-        self._profile = profile if profile is not None else resolved.profile
+        self._choose_profile(resolved.profile, options)
         self.dialect: ChatDialect = dialect if dialect is not None else resolved.dialect
         """How this endpoint spells the Chat Completions fields that vary between servers."""
         if routing is not None:
@@ -305,8 +309,7 @@ class OpenAIResponsesModel(_OpenAIModelBase):
     ) -> None:
         super().__init__(model_name, options)
         resolved = self._provider.responses_profile(model_name)
-        profile = options.get("profile")
-        self._profile = profile if profile is not None else resolved.profile
+        self._choose_profile(resolved.profile, options)
         self.dialect: ResponsesDialect = dialect if dialect is not None else resolved.dialect
         """How the Responses endpoint is used (stateless storage, reasoning replay)."""
 

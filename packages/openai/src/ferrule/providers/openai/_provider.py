@@ -84,6 +84,19 @@ class CompatibleOptions(ProviderOptions, total=False):
     """The application's last word on every resolved profile."""
 
 
+def add_headers(options: CompatibleOptions, headers: dict[str, str | None]) -> None:
+    """Set `options["headers"]` to the caller's headers followed by each of `headers` that is set.
+
+    For a provider whose own keyword arguments become fixed headers (OpenAI's organization and
+    project, OpenRouter's attribution); a copy, so the caller's mapping is left as it was.
+    """
+    fixed = dict(options.get("headers") or {})
+    for header, value in headers.items():
+        if value:
+            fixed[header] = value
+    options["headers"] = fixed
+
+
 class OpenAICompatibleProvider(Provider):
     """A server that speaks OpenAI's Chat Completions (and possibly Responses) API.
 
@@ -298,14 +311,9 @@ class OpenAIProvider(OpenAICompatibleProvider):
         project: str | None = None,
         **options: Unpack[CompatibleOptions],
     ) -> None:
-        fixed = dict(options.get("headers") or {})
         if organization is None:
             organization = os.environ.get("OPENAI_ORG_ID") or None
         if project is None:
             project = os.environ.get("OPENAI_PROJECT_ID") or None
-        if organization:
-            fixed["openai-organization"] = organization
-        if project:
-            fixed["openai-project"] = project
-        options["headers"] = fixed
+        add_headers(options, {"openai-organization": organization, "openai-project": project})
         super().__init__(base_url=base_url, api_key=api_key, **options)

@@ -103,6 +103,7 @@ from ._content import identifier
 from ._content import inline_text_file
 from ._content import is_text_like
 from ._content import refuse
+from ._content import refuse_undownloaded
 from ._content import tool_result_text
 from .profiles import ChatDialect
 
@@ -178,12 +179,7 @@ def _content_item(
             return None  # OpenAI-style servers cache prompt prefixes themselves (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise refuse(
-                    "image-url",
-                    provider_name,
-                    model_name,
-                    f"image {item.url!r} must be downloaded before encoding (force_download is set)",
-                )
+                raise refuse_undownloaded("image-url", "image", item.url, provider_name, model_name)
             return _image_url(item.url, item.vendor_metadata)
         case BinaryContent():
             if is_text_like(item.media_type):

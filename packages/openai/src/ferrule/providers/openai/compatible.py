@@ -38,6 +38,7 @@ from ferrule.core.errors import UserError
 
 from ._provider import CompatibleOptions
 from ._provider import OpenAICompatibleProvider
+from ._provider import add_headers
 from ._provider import local_url_policy
 from .profiles import ChatProfile
 from .profiles import azure_chat_profile
@@ -319,12 +320,7 @@ class OpenRouterProvider(OpenAICompatibleProvider):
         app_title: str | None = None,
         **options: Unpack[CompatibleOptions],
     ) -> None:
-        fixed = dict(options.get("headers") or {})
-        if app_url:
-            fixed["http-referer"] = app_url
-        if app_title:
-            fixed["x-title"] = app_title
-        options["headers"] = fixed
+        add_headers(options, {"http-referer": app_url, "x-title": app_title})
         super().__init__(base_url=base_url, api_key=api_key, **options)
 
 

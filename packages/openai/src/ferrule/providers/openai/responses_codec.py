@@ -102,6 +102,7 @@ from ._content import identifier
 from ._content import inline_text_file
 from ._content import is_text_like
 from ._content import refuse
+from ._content import refuse_undownloaded
 from ._content import tool_result_text
 from .profiles import ResponsesDialect
 
@@ -176,12 +177,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             return None  # OpenAI caches prompt prefixes itself (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise refuse(
-                    "image-url",
-                    provider_name,
-                    model_name,
-                    f"image {item.url!r} must be downloaded before encoding (force_download is set)",
-                )
+                raise refuse_undownloaded("image-url", "image", item.url, provider_name, model_name)
             return _image({"image_url": item.url}, item.vendor_metadata)
         case BinaryContent():
             if is_text_like(item.media_type):
@@ -197,12 +193,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             }
         case DocumentUrl():
             if item.force_download:
-                raise refuse(
-                    "document-url",
-                    provider_name,
-                    model_name,
-                    f"document {item.url!r} must be downloaded before encoding (force_download is set)",
-                )
+                raise refuse_undownloaded("document-url", "document", item.url, provider_name, model_name)
             return {"type": "input_file", "file_url": item.url}
         case AudioUrl():
             raise refuse("audio-url", provider_name, model_name, _NO_AUDIO_VIDEO)
