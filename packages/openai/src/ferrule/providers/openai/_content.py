@@ -28,10 +28,10 @@ def refuse(kind: str, provider_name: str, model_name: str, reason: str) -> Unsup
     return UnsupportedContentError(kind, provider=provider_name, model=model_name, reason=reason)
 
 
-def refuse_undownloaded(
-    kind: str, noun: str, url: str, provider_name: str, model_name: str
-) -> UnsupportedContentError:
-    """The refusal of a URL item set to `force_download` that reached the encoder undownloaded."""
+def refuse_undownloaded(kind: str, url: str, provider_name: str, model_name: str) -> UnsupportedContentError:
+    """The refusal of a URL item (`kind`, e.g. `"image-url"`) set to `force_download` that reached
+    the encoder undownloaded."""
+    noun = kind.removesuffix("-url")
     return refuse(
         kind,
         provider_name,

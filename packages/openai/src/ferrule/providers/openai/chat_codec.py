@@ -179,7 +179,7 @@ def _content_item(
             return None  # OpenAI-style servers cache prompt prefixes themselves (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise refuse_undownloaded("image-url", "image", item.url, provider_name, model_name)
+                raise refuse_undownloaded("image-url", item.url, provider_name, model_name)
             return _image_url(item.url, item.vendor_metadata)
         case BinaryContent():
             if is_text_like(item.media_type):

@@ -177,7 +177,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             return None  # OpenAI caches prompt prefixes itself (documented as not sent)
         case ImageUrl():
             if item.force_download:
-                raise refuse_undownloaded("image-url", "image", item.url, provider_name, model_name)
+                raise refuse_undownloaded("image-url", item.url, provider_name, model_name)
             return _image({"image_url": item.url}, item.vendor_metadata)
         case BinaryContent():
             if is_text_like(item.media_type):
@@ -193,7 +193,7 @@ def _input_item(item: UserContent, provider_name: str, model_name: str) -> dict[
             }
         case DocumentUrl():
             if item.force_download:
-                raise refuse_undownloaded("document-url", "document", item.url, provider_name, model_name)
+                raise refuse_undownloaded("document-url", item.url, provider_name, model_name)
             return {"type": "input_file", "file_url": item.url}
         case AudioUrl():
             raise refuse("audio-url", provider_name, model_name, _NO_AUDIO_VIDEO)
