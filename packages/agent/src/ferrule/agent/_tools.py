@@ -48,6 +48,7 @@ from ._schema import type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS
 from ._sync_tools import ToolThreads
 from ._util import is_async
+from ._util import tighter
 
 if TYPE_CHECKING:
     # The docstring parser (its patterns) loads with the first tool built from a function.
@@ -117,14 +118,6 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
         """The stricter of these limits and `other` (and an extra `timeout`), field by field."""
         if other is None and timeout is None:
             return self
-
-        def low(a: float | None, b: float | None) -> float | None:
-            if a is None:
-                return b
-            if b is None:
-                return a
-            return min(a, b)
-
         o = other or self
         return ToolLimits(
             max_concurrency=min(self.max_concurrency, o.max_concurrency),
@@ -132,7 +125,7 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
             max_result_bytes=min(self.max_result_bytes, o.max_result_bytes),
             max_follow_ups=min(self.max_follow_ups, o.max_follow_ups),
             max_follow_up_bytes=min(self.max_follow_up_bytes, o.max_follow_up_bytes),
-            timeout=low(low(self.timeout, o.timeout), timeout),
+            timeout=tighter(tighter(self.timeout, o.timeout), timeout),
             max_tool_calls=self.max_tool_calls,
             max_sync_threads=self.max_sync_threads,
         )
