@@ -7,6 +7,8 @@ streaming) exactly as an application would. Assertions are on structure, never o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
@@ -42,8 +44,9 @@ def _model(server: LlamaCppServer) -> Model:
     return server.model(settings=ModelSettings(temperature=0, max_tokens=256))
 
 
-async def test_agent_tool_loop(local_server: LlamaCppServer) -> None:
-    calls: list[str] = []
+def _weather_tool(calls: list[str], weather: str, *, retry_first: bool = False) -> Callable[[str], str]:
+    """A `get_weather` tool reporting `weather` in the city asked about, each of which it appends to
+    `calls`; with `retry_first`, its first call asks the model to call it again instead."""
 
     def get_weather(city: str) -> str:
         """Get the current weather in a city.
@@ -52,8 +55,22 @@ async def test_agent_tool_loop(local_server: LlamaCppServer) -> None:
             city: The city name.
         """
         calls.append(city)
-        return f"Sunny and 21 °C in {city}."
+        if retry_first and len(calls) == 1:
+            raise ModelRetry("The weather service timed out. Call the tool again with the same city.")
+        return f"{weather} in {city}."
 
+    return get_weather
+
+
+def _assert_a_city(output: object) -> None:
+    assert isinstance(output, City)
+    assert output.name
+    assert output.country
+
+
+async def test_agent_tool_loop(local_server: LlamaCppServer) -> None:
+    calls: list[str] = []
+    get_weather = _weather_tool(calls, "Sunny and 21 °C")
     agent = Agent(_model(local_server), tools=[get_weather], usage_limits=LIMITS)
     result = await agent.run("What is the weather in Paris right now?")
     assert len(calls) == 1
@@ -73,18 +90,7 @@ async def test_agent_tool_loop(local_server: LlamaCppServer) -> None:
 
 async def test_agent_tool_retry(local_server: LlamaCppServer) -> None:
     attempts: list[str] = []
-
-    def get_weather(city: str) -> str:
-        """Get the current weather in a city.
-
-        Args:
-            city: The city name.
-        """
-        attempts.append(city)
-        if len(attempts) == 1:
-            raise ModelRetry("The weather service timed out. Call the tool again with the same city.")
-        return f"Rainy and 12 °C in {city}."
-
+    get_weather = _weather_tool(attempts, "Rainy and 12 °C", retry_first=True)
     agent = Agent(_model(local_server), tools=[get_weather], retries=2, usage_limits=LIMITS)
     result = await agent.run("What is the weather in London right now?")
     assert len(attempts) == 2
@@ -98,17 +104,13 @@ async def test_agent_tool_retry(local_server: LlamaCppServer) -> None:
 async def test_agent_typed_output(local_server: LlamaCppServer) -> None:
     agent = Agent(_model(local_server), output_type=City, usage_limits=LIMITS)
     result = await agent.run("Give the name and the country of the capital of France.")
-    assert isinstance(result.output, City)
-    assert result.output.name
-    assert result.output.country
+    _assert_a_city(result.output)
 
 
 async def test_agent_typed_output_through_an_output_tool(local_server: LlamaCppServer) -> None:
     agent = Agent(_model(local_server), output_type=ToolOutput(City), usage_limits=LIMITS)
     result = await agent.run("Give the name and the country of the capital of Italy.")
-    assert isinstance(result.output, City)
-    assert result.output.name
-    assert result.output.country
+    _assert_a_city(result.output)
     [response] = [m for m in result.all_messages() if isinstance(m, ModelResponse)]
     [call] = response.parts
     assert isinstance(call, ToolCallPart)
@@ -132,9 +134,7 @@ async def test_agent_tool_then_typed_output(local_server: LlamaCppServer) -> Non
         "Use the tool to find the country of Lyon, then answer with the city and its country."
     )
     assert looked_up
-    assert isinstance(result.output, City)
-    assert result.output.name
-    assert result.output.country
+    _assert_a_city(result.output)
 
 
 async def test_agent_streamed_run(local_server: LlamaCppServer) -> None:

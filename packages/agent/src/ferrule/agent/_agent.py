@@ -78,6 +78,7 @@ from ._tools import as_tool
 from ._util import is_async as _is_async
 from ._util import refuse_in_event_loop
 from ._util import takes_ctx as _takes_ctx
+from ._util import tighter
 from .hooks import Hook
 from .hooks import check_hooks
 from .policies import ToolPolicy
@@ -418,11 +419,9 @@ class Agent(Generic[DepsT, OutputT]):
         return resolved
 
     def _deadline(self, timeout: float | None) -> float | None:
-        budget = self.run_timeout
-        if timeout is not None:
-            if not math.isfinite(timeout) or timeout <= 0:
-                raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}")
-            budget = timeout if budget is None else min(budget, timeout)
+        if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
+            raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        budget = tighter(self.run_timeout, timeout)
         return None if budget is None else anyio.current_time() + budget
 
     def _settings(self, options: SharedOptions[Any], cancellable: bool) -> RunSettings:

@@ -115,13 +115,37 @@ class AgentRunResult(Generic[OutputT]):
         return f"AgentRunResult(output={self.output!r})"
 
 
-class AgentRun(Generic[OutputT]):
-    """A run driven one step at a time: `async for step in run` (or `await run.next()`)."""
+class _RunInProgress:
+    """What the handles of a run still in progress (`AgentRun`, `StreamedRunResult`) both read from it."""
 
     __slots__ = ("_run",)
 
     def __init__(self, run: Run) -> None:
         self._run = run
+
+    @property
+    def paused(self) -> Paused | None:
+        """The pause, if the run paused for deferred calls."""
+        return self._run.paused
+
+    @property
+    def usage(self) -> RunUsage:
+        """Usage so far."""
+        return self._run.usage
+
+    def all_messages(self) -> list[Message]:
+        """The history so far."""
+        return list(self._run.messages)
+
+    def new_messages(self) -> list[Message]:
+        """The messages this run added so far."""
+        return self._run.messages[self._run.new_message_index :]
+
+
+class AgentRun(_RunInProgress, Generic[OutputT]):
+    """A run driven one step at a time: `async for step in run` (or `await run.next()`)."""
+
+    __slots__ = ()
 
     async def next(self) -> RunStep:
         """Run the next step: a model request, or the handling of the last response."""
@@ -147,30 +171,12 @@ class AgentRun(Generic[OutputT]):
             return AgentRunResult(run)
         return None
 
-    @property
-    def paused(self) -> Paused | None:
-        """The pause, if the run paused for deferred calls."""
-        return self._run.paused
-
-    @property
-    def usage(self) -> RunUsage:
-        """Usage so far."""
-        return self._run.usage
-
-    def all_messages(self) -> list[Message]:
-        """The history so far."""
-        return list(self._run.messages)
-
-    def new_messages(self) -> list[Message]:
-        """The messages this run added so far."""
-        return self._run.messages[self._run.new_message_index :]
-
     def cancel(self) -> None:
         """Cancel the step in progress; later steps raise `RunCancelledError`."""
         self._run.cancel()
 
 
-class StreamedRunResult(Generic[OutputT]):
+class StreamedRunResult(_RunInProgress, Generic[OutputT]):
     """A run whose events are streamed: iterate it for every event, or use the helpers.
 
     Events arrive in order: each model event first, then the agent events it caused. Iterate only
@@ -179,7 +185,7 @@ class StreamedRunResult(Generic[OutputT]):
     """
 
     def __init__(self, run: Run, handoff: Handoff, errors: list[BaseException]) -> None:
-        self._run = run
+        super().__init__(run)
         self._handoff = handoff
         self._errors = errors
         # The events taken from the run and not yet delivered: an iteration left early (a `break`)
@@ -323,24 +329,6 @@ class StreamedRunResult(Generic[OutputT]):
             error.called("run_stream")
             raise _with_state(error, self._run)
         return AgentRunResult(self._run)
-
-    @property
-    def paused(self) -> Paused | None:
-        """The pause, if the run paused for deferred calls."""
-        return self._run.paused
-
-    @property
-    def usage(self) -> RunUsage:
-        """Usage so far."""
-        return self._run.usage
-
-    def all_messages(self) -> list[Message]:
-        """The history so far."""
-        return list(self._run.messages)
-
-    def new_messages(self) -> list[Message]:
-        """The messages this run added so far."""
-        return self._run.messages[self._run.new_message_index :]
 
     def cancel(self) -> None:
         """Cancel the run; the stream ends and raises `RunCancelledError`."""

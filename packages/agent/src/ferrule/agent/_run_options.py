@@ -53,17 +53,9 @@ class RunOptions:
 
 NO_OPTIONS = RunOptions()
 
-EXTENSION_KEYS = frozenset(
-    [
-        "toolsets",
-        "capabilities",
-        "capability_layers",
-        "history_processors",
-        "context_budget",
-        "pending_messages",
-    ]
-)
-"""The keyword options of an entry point that `run_options` reads (a run without them has `NO_OPTIONS`)."""
+EXTENSION_KEYS = frozenset(RunOptions.__slots__)
+"""The keyword options of an entry point that `run_options` reads, named as the fields of `RunOptions`
+(a run without them has `NO_OPTIONS`)."""
 
 
 def run_options(

@@ -16,6 +16,7 @@ from typing import Any
 from typing import Final
 from typing import Generic
 from typing import Literal
+from typing import NamedTuple
 from typing import TypeAlias
 from typing import cast
 from typing import get_origin
@@ -47,6 +48,7 @@ from ._schema import type_schema
 from ._sync_tools import DEFAULT_SYNC_THREADS
 from ._sync_tools import ToolThreads
 from ._util import is_async
+from ._util import tighter
 
 if TYPE_CHECKING:
     # The docstring parser (its patterns) loads with the first tool built from a function.
@@ -116,14 +118,6 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
         """The stricter of these limits and `other` (and an extra `timeout`), field by field."""
         if other is None and timeout is None:
             return self
-
-        def low(a: float | None, b: float | None) -> float | None:
-            if a is None:
-                return b
-            if b is None:
-                return a
-            return min(a, b)
-
         o = other or self
         return ToolLimits(
             max_concurrency=min(self.max_concurrency, o.max_concurrency),
@@ -131,7 +125,7 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
             max_result_bytes=min(self.max_result_bytes, o.max_result_bytes),
             max_follow_ups=min(self.max_follow_ups, o.max_follow_ups),
             max_follow_up_bytes=min(self.max_follow_up_bytes, o.max_follow_up_bytes),
-            timeout=low(low(self.timeout, o.timeout), timeout),
+            timeout=tighter(tighter(self.timeout, o.timeout), timeout),
             max_tool_calls=self.max_tool_calls,
             max_sync_threads=self.max_sync_threads,
         )
@@ -317,15 +311,10 @@ class Tool(Generic[DepsT]):
             if function is None:
                 raise ToolDefinitionError("Tool() needs a function (or external=True with a schema)")
             # An external tool may be described by a typed function that is never called here.
-            self._build_once(
-                function,
-                name,
-                description,
-                takes_ctx,
-                parameters_json_schema,
-                docstring_format,
-                require_parameter_descriptions,
+            inputs = _BuildInputs(
+                name, description, takes_ctx, docstring_format, require_parameter_descriptions, strict
             )
+            self._build_once(function, inputs, parameters_json_schema)
         self.definition = self._definition()
         """The definition offered to the model."""
 
@@ -387,12 +376,8 @@ class Tool(Generic[DepsT]):
     def _build_once(
         self,
         function: Callable[..., Any],
-        name: str | None,
-        description: str | None,
-        takes_ctx: bool | None,
+        inputs: _BuildInputs,
         parameters_json_schema: dict[str, Any] | None,
-        docstring_format: DocstringFormat,
-        require_descriptions: bool,
     ) -> None:
         """`_build`, or what an earlier `_build` of the same function with the same options derived.
 
@@ -402,29 +387,18 @@ class Tool(Generic[DepsT]):
         never mutated (`replace` shares them between copies as well); a hand-written schema (a
         dict, unhashable) is not cached.
         """
-        # Every input of `_build` but the function itself: `strict` decides whether an unannotated
-        # parameter is refused, so a lenient build must not answer for a strict one.
-        key = (name, description, takes_ctx, docstring_format, require_descriptions, self.strict)
         cacheable = parameters_json_schema is None
         built: tuple[Any, ...] | None = None
         if cacheable:
             try:
-                built = _BUILT.get(function, {}).get(key)
+                built = _BUILT.get(function, {}).get(inputs)
             except TypeError:  # a callable that cannot be weakly referenced (a builtin): not cached
                 cacheable = False
         if built is None:
-            self._build(
-                function,
-                name,
-                description,
-                takes_ctx,
-                parameters_json_schema,
-                docstring_format,
-                require_descriptions,
-            )
+            self._build(function, inputs, parameters_json_schema)
             if cacheable:
                 built = tuple(getattr(self, attribute) for attribute in _DERIVED)
-                _BUILT.setdefault(function, {})[key] = built
+                _BUILT.setdefault(function, {})[inputs] = built
             return
         for attribute, value in zip(_DERIVED, built, strict=True):
             setattr(self, attribute, value)
@@ -433,13 +407,10 @@ class Tool(Generic[DepsT]):
     def _build(
         self,
         function: Callable[..., Any],
-        name: str | None,
-        description: str | None,
-        takes_ctx: bool | None,
+        inputs: _BuildInputs,
         parameters_json_schema: dict[str, Any] | None,
-        docstring_format: DocstringFormat,
-        require_descriptions: bool,
     ) -> None:
+        name, description, takes_ctx, docstring_format, require_descriptions, strict = inputs
         fn_name = getattr(function, "__name__", None)
         self.name = name or fn_name or ""
         if not self.name or self.name == "<lambda>":
@@ -480,7 +451,7 @@ class Tool(Generic[DepsT]):
             if isinstance(annotation, str):
                 annotation = _resolve(function, annotation, self.name, param.name)
             if annotation is inspect.Parameter.empty:
-                if self.strict is not False:
+                if strict is not False:
                     raise ToolDefinitionError(
                         f"tool {self.name!r}: parameter {param.name!r} has no type annotation; annotate it "
                         "(`Any` accepts any JSON value), or pass strict=False to the tool to accept any "
@@ -682,6 +653,21 @@ class Tool(Generic[DepsT]):
         )
 
 
+class _BuildInputs(NamedTuple):
+    """Every input of `Tool._build` but the function and a hand-written schema: the build cache's key.
+
+    `strict` decides whether an unannotated parameter is refused, so a lenient build must not answer
+    for a strict one.
+    """
+
+    name: str | None
+    description: str | None
+    takes_ctx: bool | None
+    docstring_format: DocstringFormat
+    require_descriptions: bool
+    strict: bool | None
+
+
 # What `Tool._build` derives from a function: the attributes a cached build copies. A test builds a
 # tool fresh and from the cache and compares every slot, so an attribute `_build` gains is not lost.
 _DERIVED: Final = (
@@ -697,10 +683,9 @@ _DERIVED: Final = (
 
 # What `Tool._build` derived from each function, per naming, docstring and strictness options; an
 # entry goes with its function.
-_BUILT: weakref.WeakKeyDictionary[
-    Callable[..., Any],
-    dict[tuple[str | None, str | None, bool | None, str, bool, bool | None], tuple[Any, ...]],
-] = weakref.WeakKeyDictionary()
+_BUILT: weakref.WeakKeyDictionary[Callable[..., Any], dict[_BuildInputs, tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _resolve(function: Callable[..., Any], annotation: str, tool: str, param: str) -> Any:

@@ -32,6 +32,7 @@ __all__ = [
     "refuse_in_event_loop",
     "settled",
     "takes_ctx",
+    "tighter",
 ]
 
 Callback: TypeAlias = tuple[Callable[..., Any], bool, bool]
@@ -42,6 +43,7 @@ InstructionItem: TypeAlias = "str | Callback"
 _NO_SETTINGS = ModelSettings()
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 
 async def settled(value: Awaitable[T] | T) -> T:
@@ -49,6 +51,15 @@ async def settled(value: Awaitable[T] | T) -> T:
     if inspect.isawaitable(value):
         return await cast("Awaitable[T]", value)
     return cast("T", value)
+
+
+def tighter(a: N | None, b: N | None) -> N | None:
+    """The lower of two optional limits (or deadlines), `None` meaning none: the one set, or `None`."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
 
 
 def duplicate_call_id(calls: Iterable[ToolCallPart]) -> str | None:

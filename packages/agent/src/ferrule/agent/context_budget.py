@@ -61,6 +61,7 @@ from ferrule.core.model import ToolDefinition
 from ._context import RunContext
 from ._errors import AgentRunError
 from ._util import settled
+from ._util import tighter
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -203,7 +204,7 @@ class ContextBudget(msgspec.Struct, frozen=True, kw_only=True):
                 self.reserve_output_tokens if self.reserve_output_tokens is not None else (max_tokens or 0)
             )
             total = max(0, self.max_total_tokens - reserve)
-            capacity = total if capacity is None else min(capacity, total)
+            capacity = tighter(capacity, total)
         return capacity
 
     def check(self, usage: ContextUsage, max_tokens: int | None) -> ContextOverflow | None:

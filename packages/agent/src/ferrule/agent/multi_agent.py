@@ -52,6 +52,7 @@ from ferrule.core.usage import RunUsage
 from ferrule.core.usage import UsageLimits
 
 from ._context import RunContext
+from ._util import tighter
 from .capabilities import Capability
 from .capabilities import CapabilityLayer
 from .correlation import RunCorrelation
@@ -132,14 +133,6 @@ def _remaining(limit: int | None, used: int | None) -> int | None:
     if limit is None:
         return None
     return limit - (used or 0)
-
-
-def _tighter(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
 
 
 class Session:
@@ -238,20 +231,20 @@ class Session:
             return base
         usage = self.usage
         return UsageLimits(
-            request_limit=_tighter(base.request_limit, _remaining(cumulative.request_limit, usage.requests)),
-            tool_calls_limit=_tighter(
+            request_limit=tighter(base.request_limit, _remaining(cumulative.request_limit, usage.requests)),
+            tool_calls_limit=tighter(
                 base.tool_calls_limit, _remaining(cumulative.tool_calls_limit, usage.tool_calls)
             ),
-            input_tokens_limit=_tighter(
+            input_tokens_limit=tighter(
                 base.input_tokens_limit, _remaining(cumulative.input_tokens_limit, usage.input_tokens)
             ),
-            output_tokens_limit=_tighter(
+            output_tokens_limit=tighter(
                 base.output_tokens_limit, _remaining(cumulative.output_tokens_limit, usage.output_tokens)
             ),
-            total_tokens_limit=_tighter(
+            total_tokens_limit=tighter(
                 base.total_tokens_limit, _remaining(cumulative.total_tokens_limit, usage.total_tokens)
             ),
-            cost_limit_nano_usd=_tighter(
+            cost_limit_nano_usd=tighter(
                 base.cost_limit_nano_usd, _remaining(cumulative.cost_limit_nano_usd, usage.cost_nano_usd)
             ),
         )
@@ -405,12 +398,12 @@ class Scope:
         session = self.session
         depth = self.depth if transition == "handoff" else self.depth + 1
         session.admit(transition, depth, agent.name)
-        deadlines = [d for d in (session.deadline, self.deadline) if d is not None]
-        if deadlines:
-            remaining = min(deadlines) - anyio.current_time()
+        deadline = tighter(session.deadline, self.deadline)
+        if deadline is not None:
+            remaining = deadline - anyio.current_time()
             if remaining <= 0:
                 raise RunTimeoutError("the multi-agent session's deadline passed before the run could start")
-            timeout = remaining if timeout is None else min(timeout, remaining)
+            timeout = tighter(timeout, remaining)
         if context == "shared":
             run_deps = self.deps if deps is _UNSET else deps
             history = self.messages if message_history is None else message_history
