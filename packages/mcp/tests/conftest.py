@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import sys
-import threading
-import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -25,6 +22,7 @@ from ferrule.core.messages import TextPart
 from ferrule.core.messages import ToolCallPart
 from ferrule.mcp import MCPEvent
 from ferrule.mcp import MCPServerStdio
+from tests.support.asgi_server import AsgiServer
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 RAW = str(SERVERS / "raw_server.py")
@@ -134,55 +132,17 @@ def alive() -> Callable[[int], bool]:
     return pid_alive
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class HttpServer:
-    """An SDK server app run by uvicorn in a thread (its own asyncio loop), on 127.0.0.1.
-
-    `make_app` runs in that thread: the SDK's app creates anyio primitives bound to the running backend.
-    """
-
-    def __init__(self, make_app: Callable[[], Any]) -> None:
-        import uvicorn
-
-        self.port = _free_port()
-        config = uvicorn.Config(
-            make_app, factory=True, host="127.0.0.1", port=self.port, log_level="error", lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> HttpServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test HTTP server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
 @pytest.fixture(scope="session")
-def http_server() -> Iterator[HttpServer]:
+def http_server() -> Iterator[AsgiServer]:
     """The SDK test server over streamable HTTP (SSE responses) at `origin + "/mcp"`."""
-    with HttpServer(lambda: load_sdk_server().build().streamable_http_app()) as running:
+    with AsgiServer(lambda: load_sdk_server().build().streamable_http_app(), lifespan="on") as running:
         yield running
 
 
 @pytest.fixture(scope="session")
-def http_json_server() -> Iterator[HttpServer]:
+def http_json_server() -> Iterator[AsgiServer]:
     """The SDK test server over streamable HTTP answering with plain JSON bodies."""
-    with HttpServer(lambda: load_sdk_server().build().streamable_http_app(json_response=True)) as running:
+    with AsgiServer(
+        lambda: load_sdk_server().build().streamable_http_app(json_response=True), lifespan="on"
+    ) as running:
         yield running

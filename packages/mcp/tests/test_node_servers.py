@@ -28,6 +28,7 @@ from ferrule.core.url_policy import UrlPolicy
 from ferrule.mcp import MCPServerHTTP
 from ferrule.mcp import MCPServerStdio
 from ferrule.mcp import MCPToolset
+from tests.support.asgi_server import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -113,16 +114,10 @@ def _env() -> dict[str, str]:
     return {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TMPDIR") if name in os.environ}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def everything_http(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """server-everything over streamable HTTP on 127.0.0.1 (its port bound there by `loopback.mjs`)."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("everything") / "stderr.txt"
     with log.open("wb") as stderr:
         process = subprocess.Popen(

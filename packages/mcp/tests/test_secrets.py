@@ -26,6 +26,7 @@ from ferrule.core.url_policy import UrlPolicy
 from ferrule.mcp import MCPServerHTTP
 from ferrule.mcp import MCPServerUnavailableError
 from ferrule.mcp import MCPToolCallError
+from tests.support.asgi_server import AsgiServer
 from tests.support.http_server import Conn
 from tests.support.http_server import LocalServer
 from tests.support.http_server import Request
@@ -36,7 +37,6 @@ from tests.support.leaks import exception_texts
 from tests.support.leaks import find_leaks
 from tests.support.leaks import log_texts
 
-from .conftest import HttpServer
 from .conftest import load_sdk_server
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +67,7 @@ def _hostile_app() -> Any:
 
 @pytest.fixture(scope="module")
 def hostile_server() -> Iterator[Any]:
-    with HttpServer(_hostile_app) as running:
+    with AsgiServer(_hostile_app, lifespan="on") as running:
         yield running
 
 

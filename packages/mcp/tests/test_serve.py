@@ -32,6 +32,7 @@ from ferrule.mcp import MCPServerHTTP
 from ferrule.mcp import MCPServerInProcess
 from ferrule.mcp import expose_agent
 from ferrule.mcp import expose_tools
+from tests.support.asgi_server import AsgiServer
 
 pytestmark = pytest.mark.anyio
 
@@ -156,10 +157,8 @@ async def test_a_ferrule_agent_uses_another_ferrule_agent_through_mcp() -> None:
 
 
 async def test_tools_served_over_streamable_http(events: Any) -> None:
-    from .conftest import HttpServer
-
     exposed = expose_tools([greet], name="toolbox", deps="Hi")
-    with HttpServer(exposed.http_app) as running:
+    with AsgiServer(exposed.http_app, lifespan="on") as running:
         server = MCPServerHTTP(running.origin + "/mcp", url_policy=UrlPolicy.local(running.origin))
         async with server:
             result = await server.call_tool("greet", {"name": "Bob"})

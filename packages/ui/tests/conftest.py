@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Callable
 from collections.abc import Generator
 from collections.abc import Iterator
@@ -14,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.asgi_server import AsgiServer
 from tests.support.browser import HEADLESS_FLAGS
 from tests.support.browser import unavailable
 from tests.support.examples import load_example
@@ -39,55 +37,13 @@ def web_dist(ui_server: Any) -> Path:
     return ui_server.ensure_bundle()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """An ASGI app run by uvicorn in a thread (its own asyncio loop) on 127.0.0.1.
-
-    The listening socket is bound here and handed to uvicorn, so no other process on a busy machine
-    can take the port between choosing it and serving on it.
-    """
-
-    def __init__(self, make_app: Callable[[], Any]) -> None:
-        import uvicorn
-
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.port = int(self.socket.getsockname()[1])
-        config = uvicorn.Config(make_app, factory=True, host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-        self.socket.close()
-
-
 @pytest.fixture
-def serve() -> Iterator[Callable[[Callable[[], Any]], Server]]:
+def serve() -> Iterator[Callable[[Callable[[], Any]], AsgiServer]]:
     """`serve(make_app)`: start the app on 127.0.0.1; stopped after the test."""
-    servers: list[Server] = []
+    servers: list[AsgiServer] = []
 
-    def start(make_app: Callable[[], Any]) -> Server:
-        server = Server(make_app).__enter__()
+    def start(make_app: Callable[[], Any]) -> AsgiServer:
+        server = AsgiServer(make_app).__enter__()
         servers.append(server)
         return server
 

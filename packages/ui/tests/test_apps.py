@@ -36,8 +36,7 @@ from ferrule.ui import InMemoryPausedRunStore
 from ferrule.ui import UILimits
 from ferrule.ui import ag_ui
 from ferrule.ui import vercel
-
-from .conftest import Server
+from tests.support.asgi_server import AsgiServer
 
 JSON = {"content-type": "application/json"}
 
@@ -105,11 +104,11 @@ def recorder() -> Iterator[Recorder]:
 
 @pytest.fixture
 def chat(
-    serve: Callable[..., Server], recorder: Recorder
-) -> Iterator[Callable[..., tuple[Server, httpx2.Client]]]:
+    serve: Callable[..., AsgiServer], recorder: Recorder
+) -> Iterator[Callable[..., tuple[AsgiServer, httpx2.Client]]]:
     clients: list[httpx2.Client] = []
 
-    def start(**options: Any) -> tuple[Server, httpx2.Client]:
+    def start(**options: Any) -> tuple[AsgiServer, httpx2.Client]:
         server = serve(lambda: vercel.app(recorder.agent(), **options))
         client = httpx2.Client(base_url=server.origin, timeout=60)
         clients.append(client)
@@ -296,7 +295,9 @@ def agui_approval(**fields: Any) -> dict[str, Any]:
     return agui_body(runId="r2", resume=[approved], **fields)
 
 
-def test_ag_ui_interrupt_and_resume_exactly_once(serve: Callable[..., Server], recorder: Recorder) -> None:
+def test_ag_ui_interrupt_and_resume_exactly_once(
+    serve: Callable[..., AsgiServer], recorder: Recorder
+) -> None:
     server = serve(lambda: ag_ui.app(recorder.agent()))
     with httpx2.Client(base_url=server.origin, timeout=60) as client:
         events = records(
@@ -348,7 +349,7 @@ def checkpoint_rows(path: Path) -> list[tuple[str, int]]:
     return [(str(run_id), int(consumed)) for run_id, consumed in rows]
 
 
-def restarted(serve: Callable[..., Server], make_app: Callable[[], Any]) -> Generator[httpx2.Client]:
+def restarted(serve: Callable[..., AsgiServer], make_app: Callable[[], Any]) -> Generator[httpx2.Client]:
     """A client of a server of `make_app()`, then (the server stopped) a client of a new one."""
     for _ in range(2):
         server = serve(make_app)
@@ -358,7 +359,7 @@ def restarted(serve: Callable[..., Server], make_app: Callable[[], Any]) -> Gene
 
 
 def test_vercel_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
-    serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
+    serve: Callable[..., AsgiServer], recorder: Recorder, tmp_path: Path
 ) -> None:
     path = tmp_path / "checkpoints.db"
     clients = restarted(serve, lambda: vercel.app(recorder.agent(SqliteCheckpointStore(path))))
@@ -384,7 +385,7 @@ def test_vercel_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
 
 
 def test_ag_ui_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
-    serve: Callable[..., Server], recorder: Recorder, tmp_path: Path
+    serve: Callable[..., AsgiServer], recorder: Recorder, tmp_path: Path
 ) -> None:
     path = tmp_path / "checkpoints.db"
     clients = restarted(serve, lambda: ag_ui.app(recorder.agent(SqliteCheckpointStore(path))))
@@ -407,7 +408,7 @@ def test_ag_ui_a_pause_survives_a_restart_with_a_sqlite_checkpoint_store(
 
 
 def test_a_ui_pause_is_resumable_by_run_id_and_a_new_message_abandons_it(
-    serve: Callable[..., Server], recorder: Recorder
+    serve: Callable[..., AsgiServer], recorder: Recorder
 ) -> None:
     store = InMemoryCheckpointStore()
     agent = recorder.agent(store)
@@ -441,7 +442,7 @@ def test_a_ui_pause_is_resumable_by_run_id_and_a_new_message_abandons_it(
 
 
 def test_a_paused_run_store_still_works_and_is_deprecated(
-    serve: Callable[..., Server], recorder: Recorder
+    serve: Callable[..., AsgiServer], recorder: Recorder
 ) -> None:
     store = InMemoryPausedRunStore()
     with pytest.warns(DeprecationWarning, match="checkpoint_store"):

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Server
+from tests.support.asgi_server import AsgiServer
+
 from .conftest import screenshot
 
 WAIT = 60  # seconds a DOM condition may take on a loaded 2-core machine; a wait, never an assertion on speed
@@ -104,12 +105,14 @@ def ledger() -> list[str]:
 
 
 @pytest.fixture
-def app_server(ui_server: Any, web_dist: Path, serve: Callable[..., Server], ledger: list[str]) -> Server:
+def app_server(
+    ui_server: Any, web_dist: Path, serve: Callable[..., AsgiServer], ledger: list[str]
+) -> AsgiServer:
     return serve(lambda: ui_server.build_app(ui_server.scripted_agent(ledger=ledger), dist=web_dist))
 
 
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
-def test_streamed_text_and_tool_call(browser: Any, app_server: Server, path: str) -> None:
+def test_streamed_text_and_tool_call(browser: Any, app_server: AsgiServer, path: str) -> None:
     browser.get(app_server.origin + path)
     wait_for(browser, "#prompt")
     ask(browser, "What is the weather in Paris?")
@@ -143,7 +146,7 @@ def ask_to_pay(driver: Any, url: str, answer: str) -> str:
 
 
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
-def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: list[str]) -> None:
+def test_approve_a_gated_tool(browser: Any, app_server: AsgiServer, path: str, ledger: list[str]) -> None:
     approve = ask_to_pay(browser, app_server.origin + path, "approve")
     assert ledger == []  # nothing runs before the user decides
     screenshot(browser, f"{'ai-sdk' if path == '/' else 'ag-ui'}-approval-requested")
@@ -159,7 +162,7 @@ def test_approve_a_gated_tool(browser: Any, app_server: Server, path: str, ledge
 
 
 @pytest.mark.parametrize("path", ["/", "/agui"], ids=["ai-sdk", "ag-ui"])
-def test_deny_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: list[str]) -> None:
+def test_deny_a_gated_tool(browser: Any, app_server: AsgiServer, path: str, ledger: list[str]) -> None:
     click(browser, ask_to_pay(browser, app_server.origin + path, "deny"))
     wait_for(browser, '.tool[data-tool-name="send_money"][data-state="output-denied"]')
     wait_until(browser, lambda d: "OK, I did not send the money." in assistant_text(d))
@@ -170,7 +173,7 @@ def test_deny_a_gated_tool(browser: Any, app_server: Server, path: str, ledger: 
 
 
 def test_reload_mid_stream_replays(
-    browser: Any, ui_server: Any, web_dist: Path, serve: Callable[..., Server]
+    browser: Any, ui_server: Any, web_dist: Path, serve: Callable[..., AsgiServer]
 ) -> None:
     gate = threading.Event()
     try:

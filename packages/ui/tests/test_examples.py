@@ -9,8 +9,9 @@ from pathlib import Path
 
 import httpx2
 
+from tests.support.asgi_server import free_port
+
 from .conftest import EXAMPLES
-from .conftest import free_port
 
 
 def test_ui_demo_starts_and_serves_the_page(web_dist: Path) -> None:
