@@ -44,10 +44,7 @@ def finished(database: DatabaseUrl, server: ChatServer, tmp_path: Path, mode: st
 
 
 def crashed(database: DatabaseUrl, server: ChatServer, tmp_path: Path, mode: str) -> None:
-    first = worker(database, server, tmp_path, mode)
-    first.process.wait(timeout=120)
-    first.kill()
-    assert first.process.returncode == -9, f"the worker should have been killed: {first.lines}"
+    worker(database, server, tmp_path, mode).killed_itself()
 
 
 def stored_text(database: DatabaseUrl) -> str:
