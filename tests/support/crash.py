@@ -119,6 +119,18 @@ class Worker:
         self._stderr.close()
         return code
 
+    def killed_itself(self, timeout: float = WAIT) -> None:
+        """Wait for a worker that SIGKILLs itself at its crash point to die, and reap it; fails,
+        showing its stderr, if it exits any other way or not within `timeout`."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise self._failure(f"was not killed within {timeout:g} s") from None
+        self.kill()
+        if code != -signal.SIGKILL:
+            raise self._failure(f"exited with {code}, not by SIGKILL")
+
     def finish(self, timeout: float = WAIT) -> list[str]:
         """Wait for the worker to exit 0 and return its stdout lines; a failure shows its stderr."""
         try:

@@ -44,10 +44,17 @@ def finished(database: DatabaseUrl, server: ChatServer, tmp_path: Path, mode: st
 
 
 def crashed(database: DatabaseUrl, server: ChatServer, tmp_path: Path, mode: str) -> None:
-    first = worker(database, server, tmp_path, mode)
-    first.process.wait(timeout=120)
-    first.kill()
-    assert first.process.returncode == -9, f"the worker should have been killed: {first.lines}"
+    worker(database, server, tmp_path, mode).killed_itself()
+
+
+def killed_after_the_first_tool_call(
+    database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
+) -> ChatServer:
+    """A worker running `THREE_STEPS` killed as the second model request starts: `add 1 2` has run."""
+    server = chat_server(THREE_STEPS)
+    crashed(database, server, tmp_path, "crash-before-request-1")
+    assert effects(tmp_path / "effects.log") == ["add 1 2"]
+    return server
 
 
 def stored_text(database: DatabaseUrl) -> str:
@@ -78,9 +85,7 @@ def stored_text(database: DatabaseUrl) -> str:
 def test_killed_after_the_first_tool_call_resumes_without_repeats(
     database: DatabaseUrl, chat_server: StartChatServer, tmp_path: Path
 ) -> None:
-    server = chat_server(THREE_STEPS)
-    crashed(database, server, tmp_path, "crash-before-request-1")
-    assert effects(tmp_path / "effects.log") == ["add 1 2"]
+    server = killed_after_the_first_tool_call(database, chat_server, tmp_path)
     assert "result The sums are 3 and 7." in finished(database, server, tmp_path)
     assert dict(server.served) == {0: 1, 1: 1, 2: 1}, "each model request exactly once"
     assert effects(tmp_path / "effects.log") == ["add 1 2", "add 3 4"], "each tool call exactly once"
@@ -99,9 +104,7 @@ def test_a_run_recovered_by_changed_code_stops_with_a_runtime_mismatch(
 ) -> None:
     # Fails loudly if DBOS stops raising the class ferrule catches (`dbos.error.DBOSUnexpectedStepError`):
     # the engine's own error would come out instead of RuntimeMismatchError.
-    server = chat_server(THREE_STEPS)
-    crashed(database, server, tmp_path, "crash-before-request-1")
-    assert effects(tmp_path / "effects.log") == ["add 1 2"]
+    server = killed_after_the_first_tool_call(database, chat_server, tmp_path)
     lines = finished(database, server, tmp_path, "changed")
     stopped = [line for line in lines if line.startswith("stopped ")]
     assert stopped, lines

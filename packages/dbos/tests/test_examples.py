@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 from ferrule.durable.dbos import DatabaseUrl
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+from tests.support.examples import run_example
 
 
 def test_the_dbos_example_runs_its_tool_once(database: DatabaseUrl) -> None:
-    out = subprocess.run(
-        [sys.executable, "durable_dbos.py", database.url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=EXAMPLES,
-    )
+    out = run_example("durable_dbos.py", database.url)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "Order 42 is on its way.",

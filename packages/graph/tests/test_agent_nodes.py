@@ -58,6 +58,8 @@ from ferrule.graph.agent import Control
 from ferrule.graph.agent import Conversation
 from ferrule.graph.agent import agent_node
 
+from ._support import chain
+
 pytestmark = pytest.mark.anyio
 
 APPS = Path(__file__).resolve().parent / "apps"
@@ -381,9 +383,7 @@ async def test_graph_identity_reaches_agent_hooks_and_spans() -> None:
         "revise", agent_node(agent, prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output, name="Revise it")
     )
     g.end(lambda ctx, t: t)
-    g.entry("draft")
-    g.connect("draft", "revise")
-    g.finish("revise")
+    chain(g, "draft", "revise")
     await g.build().run("x", deps=Deps("x"), options=RunOptions(run_id="graph-7", trace_parent=parent))
     starts = [e.correlation for e in events if e.kind == "run_start"]
     assert starts == [
@@ -487,9 +487,7 @@ def approval_graph(log: list[str]):
     g.step("before", before)
     g.step("pay", agent_node(paying_agent(log), prepare=lambda ctx, t: t, apply=lambda ctx, r: r.output))
     g.end(lambda ctx, t: t)
-    g.entry("before")
-    g.connect("before", "pay")
-    g.finish("pay")
+    chain(g, "before", "pay")
     return g.build()
 
 

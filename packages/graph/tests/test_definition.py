@@ -29,6 +29,8 @@ from ferrule.graph import SourceLocation
 from ferrule.graph import UnknownNodeError
 from ferrule.graph import UnreachableNodeError
 
+from ._support import chain
+
 Ctx = GraphContext[None, None]
 
 
@@ -49,12 +51,10 @@ def skeleton() -> GraphBuilder[None, None, int, int, int]:
 
 def linear(count: int) -> GraphBuilder[None, None, int, int, int]:
     g = skeleton()
-    for i in range(count):
-        g.step(f"s{i}", inc)
-        if i:
-            g.connect(f"s{i - 1}", f"s{i}")
-    g.finish(f"s{count - 1}")
-    g.entry("s0")
+    names = [f"s{i}" for i in range(count)]
+    for name in names:
+        g.step(name, inc)
+    chain(g, *names)
     return g
 
 

@@ -23,6 +23,8 @@ from ferrule.graph.agent import agent_node
 from tests.support.durable_engine import Crash
 from tests.support.durable_engine import Engine
 
+from ._support import chain
+
 pytestmark = pytest.mark.anyio
 
 
@@ -42,9 +44,7 @@ def two_agent_graph(seen: list[str], correlation: RunCorrelation | None = None) 
     g.step("write", agent_node(writer, prepare=prepare, apply=lambda ctx, r: r.output))
     g.step("review", agent_node(critic, prepare=prepare, apply=lambda ctx, r: r.output))
     g.end(lambda ctx, value: value)
-    g.entry("write")
-    g.connect("write", "review")
-    g.finish("review")
+    chain(g, "write", "review")
     return g.build()
 
 

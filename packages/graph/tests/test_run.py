@@ -32,6 +32,8 @@ from ferrule.graph import ParallelBranch
 from ferrule.graph import RunOptions
 from ferrule.graph import UnmatchedRouteError
 
+from ._support import chain
+
 pytestmark = pytest.mark.anyio
 
 
@@ -99,9 +101,7 @@ async def test_linear_graph_with_sync_and_async_steps() -> None:
     g.step("shout", shout)
     g.step("twice", lambda ctx, words: words + words)
     g.end(lambda ctx, words: "-".join(words))
-    g.entry("shout")
-    g.connect("shout", "twice")
-    g.finish("twice")
+    chain(g, "shout", "twice")
     assert await g.build().run("hi") == "hi-HI-hi-HI"
 
 
@@ -155,9 +155,7 @@ async def test_each_callback_gets_one_context_with_run_identity() -> None:
     g.step("a", record)
     g.step("b", record)
     g.end(lambda ctx, n: n)
-    g.entry("a")
-    g.connect("a", "b")
-    g.finish("b")
+    chain(g, "a", "b")
     run = await g.build().iter(1, state=State(), deps=Deps(1), options=RunOptions(run_id="run-42"))
     assert run.run_id == "run-42"
     assert await run.run_to_end() == 1
@@ -188,9 +186,7 @@ async def test_a_failure_is_latched_and_nothing_else_runs() -> None:
     g.step("fail", fail)
     g.step("after", after)
     g.end(lambda ctx, n: n)
-    g.entry("fail")
-    g.connect("fail", "after")
-    g.finish("after")
+    chain(g, "fail", "after")
     run = await g.build().iter(1)
     for _ in range(3):
         with pytest.raises(Boom) as info:
@@ -416,9 +412,7 @@ async def test_failure_events_and_a_raising_sink_is_logged_not_fatal(
     g.step("ok", lambda ctx, n: n)
     g.step("bad", fail)
     g.end(lambda ctx, n: n)
-    g.entry("ok")
-    g.connect("ok", "bad")
-    g.finish("bad")
+    chain(g, "ok", "bad")
     with caplog.at_level(logging.WARNING, logger="ferrule.graph"), pytest.raises(Boom):
         await g.build().run(1, options=RunOptions(event_sinks=(broken, lambda e: kinds.append(e.kind))))
     assert kinds == ["run_start", "step_start", "step_end", "step_start", "step_error", "run_error"]

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
-import pytest
-
 from ferrule.planning import Catalog
 from ferrule.planning import render_mermaid
 from ferrule.planning import validate_plan
+from tests.support.docs_pictures import render_mermaid_tool
 
 from .conftest import ROOT
 from .conftest import Recorder
@@ -84,24 +80,10 @@ def test_every_label_is_escaped() -> None:
     assert "title: evil#34;title" in text
 
 
-def _render_mermaid() -> ModuleType:
-    path = ROOT / "tools" / "docs" / "render_mermaid.py"
-    if not path.is_file() or not (ROOT / "docs" / "examples").is_dir():
-        pytest.skip("tools/docs and docs/examples are not part of this checkout")
-    spec = importlib.util.spec_from_file_location("render_mermaid", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_committed_pictures_match_the_current_plans(monkeypatch: pytest.MonkeyPatch) -> None:
-    tool = _render_mermaid()
+def test_the_committed_pictures_match_the_current_plans() -> None:
     # The graph pictures need ferrule-graph, which this distribution does not depend on.
-    plans = {name: produce for name, produce in tool.PICTURES.items() if name.startswith("plan_")}
-    assert set(plans) == {"plan_household", "plan_weather"}
-    monkeypatch.setattr(tool, "PICTURES", plans)
+    tool = render_mermaid_tool("plan_")
+    assert set(tool.PICTURES) == {"plan_household", "plan_weather"}
     assert tool.stale() == []
     for name in ("plan_household", "plan_weather"):
         svg = (ROOT / "docs" / "images" / f"{name}.svg").read_text()

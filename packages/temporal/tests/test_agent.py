@@ -98,9 +98,7 @@ def test_a_worker_killed_right_after_the_first_tool_call_repeats_nothing(
     # The worker dies as the second model request activity starts, before it sends anything: the
     # first tool call's activity has completed and is recorded in the history.
     server = chat_server(THREE_STEPS)
-    first = worker(temporal_server, server, tmp_path, "crash-before-request-1")
-    first.process.wait(timeout=120)
-    assert first.process.returncode == -9, "the first worker should have killed itself"
+    worker(temporal_server, server, tmp_path, "crash-before-request-1").killed_itself()
     assert effects(tmp_path / "effects.log") == ["add 1 2"]
     assert dict(server.served) == {0: 1}
     lines = worker(temporal_server, server, tmp_path, "run").finish()
@@ -152,10 +150,7 @@ def test_a_non_idempotent_call_whose_worker_died_is_unknown_and_not_retried(
     server = chat_server(
         [Turn(tool_calls=[("charge", {"cents": 500})]), Turn(text="I could not confirm it.")]
     )
-    first = worker(temporal_server, server, tmp_path, "crash-in-charge")
-    first.process.wait(timeout=120)
-    first.kill()
-    assert first.process.returncode == -9
+    worker(temporal_server, server, tmp_path, "crash-in-charge").killed_itself()
     lines = worker(temporal_server, server, tmp_path, "run").finish()
     assert "result I could not confirm it." in lines
     assert effects(tmp_path / "effects.log") == ["charge 500"], "never charged twice"

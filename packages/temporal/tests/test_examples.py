@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from ferrule.durable.temporal.testing import TestServerMissingError
 from ferrule.durable.temporal.testing import dev_server_path
+from tests.support.examples import run_example
 from tests.support.shared import in_ci
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 
 
 @pytest.mark.parametrize(
@@ -26,14 +21,7 @@ def test_the_temporal_example_waits_for_its_decision(choice: str, answer: str) -
         if in_ci():
             pytest.fail(f"{exc}; CI installs the testing extra, so the Temporal tests must run")
         pytest.skip(str(exc))
-    out = subprocess.run(
-        [sys.executable, "durable_temporal.py", choice],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=EXAMPLES,
-    )
+    out = run_example("durable_temporal.py", choice)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "waiting for: refund({'cents': 1500})" in lines

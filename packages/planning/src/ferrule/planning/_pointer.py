@@ -62,19 +62,30 @@ def _index(token: str, size: int, *, allow_end: bool) -> int:
 def resolve(value: Any, tokens: tuple[str, ...]) -> Any:
     """The value `tokens` point at in `value`; raises `PointerError` when there is none."""
     current = value
-    for depth, token in enumerate(tokens):
-        if isinstance(current, dict):
-            found = cast("dict[str, Any]", current).get(token, _MISSING)
-            if found is _MISSING:
-                raise PointerError(f"no member {token!r} at {format_pointer(tokens[:depth]) or 'the root'}")
-            current = found
-        elif isinstance(current, list):
-            items = cast("list[Any]", current)
-            current = items[_index(token, len(items), allow_end=False)]
-        else:
-            where = format_pointer(tokens[:depth]) or "the root"
-            raise PointerError(f"{where} is a {_kind(current)}, which has no member {token!r}")
+    for depth in range(len(tokens)):
+        current = _member(current, tokens, depth, create=False)
     return current
+
+
+def _member(current: Any, tokens: tuple[str, ...], depth: int, *, create: bool) -> Any:
+    """The member `tokens[depth]` of `current`, one step of a walk down `tokens`; with `create`, a
+    missing object member is created as `{}` (the walk of `assign` to its target's parent)."""
+    token = tokens[depth]
+    if isinstance(current, dict):
+        members = cast("dict[str, Any]", current)
+        found: Any = members.get(token, _MISSING)
+        if found is _MISSING:
+            if not create:
+                raise PointerError(f"no member {token!r} at {format_pointer(tokens[:depth]) or 'the root'}")
+            found = members[token] = {}
+        return found
+    if isinstance(current, list):
+        items = cast("list[Any]", current)
+        return items[_index(token, len(items), allow_end=False)]
+    where = format_pointer(tokens[:depth]) or "the root"
+    if create:
+        raise PointerError(f"{where} is a {_kind(current)}, so {token!r} cannot be set inside it")
+    raise PointerError(f"{where} is a {_kind(current)}, which has no member {token!r}")
 
 
 def assign(target: dict[str, Any], tokens: tuple[str, ...], value: Any) -> None:
@@ -85,19 +96,8 @@ def assign(target: dict[str, Any], tokens: tuple[str, ...], value: Any) -> None:
     if not tokens:
         raise PointerError("the target path must name a member of the input, not the whole input")
     current: Any = target
-    for depth, token in enumerate(tokens[:-1]):
-        if isinstance(current, dict):
-            members = cast("dict[str, Any]", current)
-            child: Any = members.get(token, _MISSING)
-            if child is _MISSING:
-                child = members[token] = {}
-            current = child
-        elif isinstance(current, list):
-            items = cast("list[Any]", current)
-            current = items[_index(token, len(items), allow_end=False)]
-        else:
-            where = format_pointer(tokens[:depth]) or "the root"
-            raise PointerError(f"{where} is a {_kind(current)}, so {token!r} cannot be set inside it")
+    for depth in range(len(tokens) - 1):
+        current = _member(current, tokens, depth, create=True)
     last = tokens[-1]
     if isinstance(current, dict):
         cast("dict[str, Any]", current)[last] = value

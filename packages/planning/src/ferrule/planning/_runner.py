@@ -153,57 +153,36 @@ class StepState:
         )
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Runner:
     """The state of one run of a `PlanningAgent` (never shared between runs)."""
 
-    def __init__(
-        self,
-        *,
-        prompt: str,
-        model: Model,
-        planner_model: Model,
-        composer_model: Model,
-        catalog: Catalog,
-        budget: PlanBudget,
-        planner: StructuredRole,
-        replanner: StructuredRole,
-        composer: Agent[Any, str],
-        chat: Agent[Any, str],
-        route_role: StructuredRole,
-        router: Router | Literal["model"] | None,
-        default_mode: Mode,
-        step_instructions: str,
-        step_settings: Any,
-        hooks: Sequence[Hook],
-        confirm: Callable[[ConfirmationRequest], Any] | None,
-        guard: GuardFn | None,
-        threads: ToolThreads,
-        deps: Any,
-        trace: str | None,
-        handler: EventHandler | None,
-    ) -> None:
-        self.prompt = prompt
-        self.model = model
-        self.planner_model = planner_model
-        self.composer_model = composer_model
-        self.catalog = catalog
-        self.budget = budget
-        self.planner = planner
-        self.replanner = replanner
-        self.composer = composer
-        self.chat = chat
-        self.route_role = route_role
-        self.router = router
-        self.default_mode: Mode = default_mode
-        self.step_instructions = step_instructions
-        self.step_settings = step_settings
-        self.hooks = hooks
-        self.confirm = confirm
-        self.guard = guard
-        self.threads = threads
-        self.deps = deps
-        self.trace = trace
-        self.handler = handler
+    # eq=False: a run is itself, compared and hashed by identity; repr=False: no repr of its
+    # models, deps and prompt.
+    prompt: str
+    model: Model
+    planner_model: Model
+    composer_model: Model
+    catalog: Catalog
+    budget: PlanBudget
+    planner: StructuredRole
+    replanner: StructuredRole
+    composer: Agent[Any, str]
+    chat: Agent[Any, str]
+    route_role: StructuredRole
+    router: Router | Literal["model"] | None
+    default_mode: Mode
+    step_instructions: str
+    step_settings: Any
+    hooks: Sequence[Hook]
+    confirm: Callable[[ConfirmationRequest], Any] | None
+    guard: GuardFn | None
+    threads: ToolThreads
+    deps: Any
+    trace: str | None
+    handler: EventHandler | None
+
+    def __post_init__(self) -> None:
         self.run_id = os.urandom(8).hex()
         self.started = time.perf_counter()
         self.deadline: float | None = None
