@@ -691,3 +691,40 @@ async def test_a_consumer_that_never_awaits_sees_at_most_64_events_between_check
         tg.cancel_scope.cancel()
     assert 32 <= longest <= 64
     assert output == text
+
+
+class _CountedReads(_ReadsModel):
+    """`_ReadsModel` that counts the reads the run has taken from it."""
+
+    taken = 0
+
+    def _stream_batches(self, call: ModelCall) -> AsyncIterator[list[ModelStreamEvent]] | None:
+        async def reads() -> AsyncIterator[list[ModelStreamEvent]]:
+            for read in self._reads(call):
+                self.taken += 1
+                yield read
+
+        return reads()
+
+
+@pytest.mark.parametrize("how", ["events", "stream_text"])
+async def test_the_run_reads_no_further_ahead_of_a_consumer_that_stops_taking_events(how: str) -> None:
+    # Reads of 10 text deltas handed over whole: the run waits once 64 events are waiting. The
+    # consumer took the first 72 (the response's marker, its start and 7 reads of deltas) and
+    # sleeps after one of them: the run takes 7 reads more (70 waiting) and then no more.
+    reads: list[list[ModelStreamEvent]] = [[PartStartEvent(0, TextPart(""))]]
+    deltas: list[ModelStreamEvent] = [PartDeltaEvent(0, TextPartDelta("ab")) for _ in range(10)]
+    reads += [list(deltas) for _ in range(20)]
+    text = "ab" * 200
+    reads.append([PartEndEvent(0, TextPart(text)), ResponseCompleted(ModelResponse(parts=[TextPart(text)]))])
+    model = _CountedReads([reads])
+    async with Agent(model).run_stream("x") as s:
+        items = s if how == "events" else s.stream_text(delta=True)
+        iterator = aiter(items)
+        await anext(iterator)
+        await anyio.sleep(0.05)  # plenty of turns for a run that would not wait
+        assert model.taken == 1 + 7 + 7
+        rest = [item async for item in iterator]
+        assert rest
+        assert s.result.output == text
+    assert model.taken == len(reads)

@@ -2,53 +2,45 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
-__all__ = ["BUFFER", "Handoff"]
+__all__ = ["BUFFER", "Handoff", "let_others_run"]
 
 BUFFER = 64
-"""Events the run may get ahead of the consumer before it waits for the consumer to take them."""
+"""Events the run may get ahead of the consumer before it waits for the consumer to take them, and
+the most events the consumer is given between two checkpoints."""
 
 
 class Handoff:
     """Events from the run's task to the consumer's: a list the run appends to and the consumer
     takes whole, so a burst of events crosses between the tasks in one switch.
 
-    The run waits (a checkpoint) only when `limit` events are waiting, the consumer only when
+    The run waits (a checkpoint) only when `BUFFER` events are waiting, the consumer only when
     none is; each wait is on an event made for it, set by the other side. Called with an event,
-    it is the run's `emit`; the model stream hands its events over with `offer` and awaits only
-    when `offer` says the consumer is behind.
+    it is the run's `emit`; the model stream hands its events over with `offer` (a network read's
+    with `extend`) and awaits only when the consumer is behind. The consumer cuts what it takes
+    into runs of at most `BUFFER` events with a checkpoint between them
+    (`StreamedRunResult._batches`, `let_others_run`), so that a consumer that never awaits still
+    lets other tasks run, and the run is not resumed once per `BUFFER` events only to move the
+    next ones from a list it already holds.
     """
 
-    __slots__ = ("_data", "_doubled", "_space", "_splits", "closed", "items", "limit")
+    __slots__ = ("_data", "_space", "closed", "items")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
         self.closed = False
-        self.limit = BUFFER
-        """How many waiting items make the run wait: half `BUFFER` while an item may be two
-        events to the consumer (`pairs`), so that it never sees more than `BUFFER` at a time."""
-        self._doubled = False  # the run: items may stand for an event and one the consumer makes
-        # The consumer makes those events: so assumed until it says otherwise (`stream_text`).
-        self._splits = True
         self._data: anyio.Event | None = None  # the consumer is waiting for events
         self._space: anyio.Event | None = None  # the run is waiting for the consumer
 
     async def __call__(self, event: Any) -> None:
-        """Hand `event` over; wait only when the consumer is `limit` events behind."""
+        """Hand `event` over; wait only when the consumer is `BUFFER` events behind."""
         if self.offer(event):
             await self.wait()
-
-    def pairs(self, *, run: bool | None = None, consumer: bool | None = None) -> None:
-        """Say whether an item may now stand for two events: the run's side (it hands over what
-        the consumer may make a second event of) or the consumer's (it makes them)."""
-        if run is not None:
-            self._doubled = run
-        if consumer is not None:
-            self._splits = consumer
-        self.limit = BUFFER // 2 if self._doubled and self._splits else BUFFER
 
     def offer(self, event: Any) -> bool:
         """Hand `event` over without waiting; `True` when the run must now `wait` for the consumer."""
@@ -58,26 +50,13 @@ class Handoff:
         if data is not None:
             self._data = None
             data.set()
-        return len(items) >= self.limit
+        return len(items) >= BUFFER
 
     async def extend(self, events: list[Any]) -> None:
-        """`offer` and `wait` for each of `events` (at least one), the most that fit at a time."""
-        start = 0
-        end = len(events)
-        while True:
-            # At least one: markers are offered without waiting, so `limit` may be passed by one.
-            cut = start + max(1, self.limit - len(self.items))
-            if cut >= end:
-                if start:
-                    events = events[start:]
-                self.items += events[:-1]
-                if self.offer(events[-1]):
-                    await self.wait()
-                return
-            self.items += events[start : cut - 1]
-            self.offer(events[cut - 1])
+        """`offer` `events` (at least one) together; `wait` if the consumer is now behind."""
+        self.items += events[:-1]
+        if self.offer(events[-1]):
             await self.wait()
-            start = cut
 
     async def wait(self) -> None:
         """Wait until the consumer has taken the events waiting."""
@@ -106,3 +85,18 @@ class Handoff:
         if data is not None:
             self._data = None
             data.set()
+
+
+async def let_others_run() -> None:
+    """A checkpoint after which every other task that was ready has had its turn.
+
+    One checkpoint does that on asyncio, whose ready tasks run in the order they became ready;
+    trio runs each batch of ready tasks in either order, so a task that checkpoints once may run
+    again before another that was ready with it, and a second checkpoint gives that one its turn.
+    """
+    await anyio.lowlevel.checkpoint()
+    # Asked of asyncio only when it is imported (a running asyncio loop imported it), as
+    # `ferrule.core`'s clock does: a trio program pays one dictionary lookup.
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None or asyncio._get_running_loop() is None:
+        await anyio.lowlevel.checkpoint()

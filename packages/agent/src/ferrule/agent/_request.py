@@ -185,14 +185,10 @@ async def _stream(
     # the text deltas of a read then go over a run at a time (`_hand_over`; a read of one event
     # goes the cheaper way of every event). Anywhere else the run makes them (`local`). The
     # markers are offered without waiting: the next event waits if the consumer is behind.
-    # A text delta is two events to a consumer that iterates events (it and its partial
-    # output): the hand-off then waits at half its buffer, so that such a consumer still sees
-    # at most `BUFFER` events between checkpoints; `stream_text` sees one per delta.
     bulk = handoff if plain is not None else None
     local = plain if bulk is None else None
     if bulk is not None:
         offer(plain)
-        bulk.pairs(run=True)
     try:
         async with aclosing(stream):
             async for batch in stream:
@@ -225,7 +221,6 @@ async def _stream(
     finally:
         if bulk is not None:
             offer(SPAN_END)
-            bulk.pairs(run=False)
     assert response is not None  # the model contract guarantees a completed response
     return response
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import AsyncGenerator
 from collections.abc import AsyncIterator
 from collections.abc import Iterator
@@ -29,7 +31,9 @@ from ._events import AgentStreamEvent
 from ._events import FinalResultEvent
 from ._events import PartialOutputEvent
 from ._events import RunStep
+from ._handoff import BUFFER
 from ._handoff import Handoff
+from ._handoff import let_others_run
 from ._partial_output import SPAN_END
 from ._partial_output import PlainText
 from ._receipts import ActionReceipt
@@ -203,12 +207,12 @@ class StreamedRunResult(_RunInProgress, Generic[OutputT]):
         return self._events()
 
     async def _events(self) -> AsyncIterator[AgentStreamEvent]:
-        self._handoff.pairs(consumer=True)  # the partial outputs of plain text made here
         owed = self._owed
         if owed is not None:
             self._owed = None
             yield owed
-        async for held in self._batches():
+        # A text delta is two events here (it and the partial output made of it): half a buffer of items.
+        async for held in self._batches(BUFFER // 2):
             for event in held:
                 plain = self._plain
                 if plain is not None:
@@ -234,16 +238,32 @@ class StreamedRunResult(_RunInProgress, Generic[OutputT]):
         """A response's `PlainText` starts, or `SPAN_END` ends it."""
         self._plain = marker if type(marker) is PlainText else None
 
-    async def _batches(self) -> AsyncIterator[Iterator[Any]]:
-        """The held events, then each batch the run hands over, as one iterator (`_held`)."""
+    async def _batches(self, most: int) -> AsyncIterator[Iterator[Any]]:
+        """The held events, then each batch the run hands over, as iterators over `_held` of at
+        most `most` items between checkpoints (the rest stays in `_held`): a consumer that never
+        awaits still lets other tasks run every `most` items."""
         if self._finished:
             return
-        take = self._handoff.take
+        handoff = self._handoff
+        room = most  # items the consumer may still take before the next checkpoint
         while True:
-            yield self._held
-            batch = await take()
+            held = self._held
+            left = operator.length_hint(held)  # a list's iterator knows what is left of it
+            while left > room:
+                if room:
+                    yield itertools.islice(held, room)
+                    left -= room
+                await let_others_run()
+                room = most
+            room -= left
+            yield held
+            # Waiting for the run is a checkpoint: the count starts again after it.
+            waits = not handoff.items
+            batch = await handoff.take()
             if not batch:
                 break
+            if waits:
+                room = most
             self._held = iter(batch)
         self._finished = True
         self._raise_if_failed()
@@ -262,9 +282,8 @@ class StreamedRunResult(_RunInProgress, Generic[OutputT]):
         """
         current: list[str] = []
         self._owed = None  # a partial output, which this does not deliver
-        self._handoff.pairs(consumer=False)  # nor makes
         # The batches directly, not `async for event in self`: one generator less per event.
-        async for held in self._batches():
+        async for held in self._batches(BUFFER):
             for event in held:
                 plain = self._plain
                 if type(event) is PartDeltaEvent and type(event.delta) is TextPartDelta:
