@@ -39,6 +39,7 @@ from ferrule.core.settings import ProviderExtraBody
 from ferrule.providers.anthropic import AnthropicModel
 from ferrule.providers.anthropic import AnthropicProvider
 from ferrule.providers.anthropic import codec
+from tests.support.provtests import object_tool
 
 SONNET = "claude-sonnet-4-5"
 OPUS_47 = "claude-opus-4-7"
@@ -64,15 +65,7 @@ def anthropic_response(*parts: Any, model_name: str | None = "claude-sonnet-4-5-
     return ModelResponse(parts=list(parts), provider_name="anthropic", model_name=model_name)
 
 
-TOOL = ToolDefinition(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
+TOOL = object_tool("get_weather", {"city": {"type": "string"}}, description="Weather for a city.")
 
 
 # -- body basics -----------------------------------------------------------------------------------
