@@ -1,17 +1,23 @@
 """Building blocks the provider test suites (openai, anthropic, google) each wrote out.
 
-`object_tool` is a tool whose arguments are one JSON object. Only `ferrule.core` is imported, so
-every provider's isolated environment has what this needs.
+`object_tool` is a tool whose arguments are one JSON object, and `two_parts` a response's two parts
+checked for their types. Only `ferrule.core` is imported, so every provider's isolated environment
+has what this needs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 from typing import Literal
+from typing import TypeVar
 
+from ferrule.core.messages import ModelResponse
 from ferrule.core.model import ToolDefinition
 
-__all__ = ["object_tool"]
+__all__ = ["object_tool", "two_parts"]
+
+First = TypeVar("First")
+Second = TypeVar("Second")
 
 
 def object_tool(
@@ -39,3 +45,11 @@ def object_tool(
             **schema,
         },
     )
+
+
+def two_parts(response: ModelResponse, first: type[First], second: type[Second]) -> tuple[First, Second]:
+    """The parts of `response`, checked to be exactly two: a `first`, then a `second`."""
+    one, two = response.parts
+    assert isinstance(one, first)
+    assert isinstance(two, second)
+    return one, two

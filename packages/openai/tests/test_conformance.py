@@ -59,6 +59,7 @@ from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import Interaction
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import two_parts
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -267,9 +268,7 @@ def test_sample_compatible_tool_call_without_id_gets_stable_id() -> None:
 def test_sample_deepseek_streamed_reasoning_content() -> None:
     it = BY_ID["test_deepseek/test_deepseek_model_thinking_stream#0"]
     response = decode(it)
-    thinking, text = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(response, ThinkingPart, TextPart)
     assert thinking.id == "reasoning_content"
     assert thinking.content.startswith('Hmm, the user just said "Hello".')
     assert text.content == "Hello there! 😊 How can I help you today?"
@@ -347,9 +346,7 @@ def test_sample_openai_chat_prompt_cache_counters() -> None:
 def test_sample_responses_reasoning_summary_and_encrypted_content() -> None:
     it = BY_ID["test_openai/test_openai_model_thinking_part#0"]
     response = decode(it)
-    thinking, text = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(response, ThinkingPart, TextPart)
     raw = it.response_json["output"][0]
     assert thinking.id == raw["id"]
     assert thinking.signature == raw["encrypted_content"]
@@ -362,9 +359,7 @@ def test_sample_responses_reasoning_summary_and_encrypted_content() -> None:
 def test_sample_responses_function_call_ids() -> None:
     it = BY_ID["test_tool_choice_matrix/test_tool_choice_matrix[tools_plus_output-openai_responses]#0"]
     response = decode(it)
-    thinking, call = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(call, ToolCallPart)
+    _, call = two_parts(response, ThinkingPart, ToolCallPart)
     assert (call.tool_name, call.args, call.tool_call_id) == (
         "get_weather",
         '{"city":"Paris"}',
@@ -422,9 +417,7 @@ def test_sample_responses_generated_image() -> None:
 def test_sample_deepseek_responses_streamed_reasoning_text() -> None:
     it = BY_ID["test_deepseek_responses/test_deepseek_responses[function_tool_stream]#0"]
     response = decode(it)
-    thinking, call = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(call, ToolCallPart)
+    thinking, call = two_parts(response, ThinkingPart, ToolCallPart)
     assert thinking.content == "The user asks about temperature in Tokyo. I'll call the tool."
     assert call.args == '{"city": "Tokyo"}'
     assert response.usage.cache_read_tokens == 256
