@@ -1,8 +1,8 @@
 """Building blocks the provider test suites (openai, anthropic, google) each wrote out.
 
-`object_tool` is a tool whose arguments are one JSON object, and `two_parts` a response's two parts
-checked for their types. Only `ferrule.core` is imported, so every provider's isolated environment
-has what this needs.
+`object_tool` is a tool whose arguments are one JSON object, `two_parts` a response's two parts
+checked for their types, and `native_round` a provider-run tool's call with its result. Only
+`ferrule.core` is imported, so every provider's isolated environment has what this needs.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from typing import Literal
 from typing import TypeVar
 
 from ferrule.core.messages import ModelResponse
+from ferrule.core.messages import NativeToolCallPart
+from ferrule.core.messages import NativeToolReturnPart
 from ferrule.core.model import ToolDefinition
 
-__all__ = ["object_tool", "two_parts"]
+__all__ = ["native_round", "object_tool", "two_parts"]
 
 First = TypeVar("First")
 Second = TypeVar("Second")
@@ -53,3 +55,23 @@ def two_parts(response: ModelResponse, first: type[First], second: type[Second])
     assert isinstance(one, first)
     assert isinstance(two, second)
     return one, two
+
+
+def native_round(
+    tool_name: str,
+    args: dict[str, Any],
+    content: Any,
+    *,
+    tool_call_id: str,
+    provider_name: str,
+    call_details: dict[str, Any] | None = None,
+) -> tuple[NativeToolCallPart, NativeToolReturnPart]:
+    """A provider-run tool's call with `args` and its result `content`: one name, call ID and provider.
+
+    `call_details` are the call's `provider_details`; the result has none.
+    """
+    call = NativeToolCallPart(
+        tool_name, args, tool_call_id, provider_name=provider_name, provider_details=call_details
+    )
+    result = NativeToolReturnPart(tool_name, content, tool_call_id, provider_name=provider_name)
+    return call, result

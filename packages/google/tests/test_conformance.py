@@ -51,6 +51,7 @@ from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import Interaction
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import native_round
 from tests.support.provtests import two_parts
 
 FOLDERS = GOOGLE_FOLDERS
@@ -711,15 +712,10 @@ def test_request_history_from_another_provider_drops_its_native_parts() -> None:
     anthropic = ModelResponse(
         parts=[
             TextPart(content="I can calculate this for you using Python to ensure accuracy."),
-            NativeToolCallPart(
-                tool_name="code_execution",
-                args={"code": "print(3*12390)"},
-                tool_call_id="srvtoolu_1",
-                provider_name="anthropic",
-            ),
-            NativeToolReturnPart(
-                tool_name="code_execution",
-                content={"stdout": "37170"},
+            *native_round(
+                "code_execution",
+                {"code": "print(3*12390)"},
+                {"stdout": "37170"},
                 tool_call_id="srvtoolu_1",
                 provider_name="anthropic",
             ),
