@@ -1,7 +1,8 @@
 """Building blocks the provider test suites (openai, anthropic, google) each wrote out.
 
 `object_tool` is a tool whose arguments are one JSON object, `two_parts` a response's two parts
-checked for their types, and `native_round` a provider-run tool's call with its result. Only
+checked for their types, `native_round` a provider-run tool's call with its result, and
+`nested_arrays` a schema as deep as asked, for the schema converters' depth limits. Only
 `ferrule.core` is imported, so every provider's isolated environment has what this needs.
 """
 
@@ -16,7 +17,7 @@ from ferrule.core.messages import NativeToolCallPart
 from ferrule.core.messages import NativeToolReturnPart
 from ferrule.core.model import ToolDefinition
 
-__all__ = ["native_round", "object_tool", "two_parts"]
+__all__ = ["native_round", "nested_arrays", "object_tool", "two_parts"]
 
 First = TypeVar("First")
 Second = TypeVar("Second")
@@ -75,3 +76,11 @@ def native_round(
     )
     result = NativeToolReturnPart(tool_name, content, tool_call_id, provider_name=provider_name)
     return call, result
+
+
+def nested_arrays(depth: int) -> dict[str, Any]:
+    """The schema of a string inside `depth` nested arrays (its leaf `depth` levels below the root)."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    return schema
