@@ -48,6 +48,7 @@ from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import Interaction
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import two_parts
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -242,9 +243,7 @@ def test_sample_parallel_tool_calls() -> None:
 
 def test_sample_thinking_signature() -> None:
     r = _get("test_anthropic/test_anthropic_model_thinking_part#0")
-    thinking, text = r.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(r, ThinkingPart, TextPart)
     assert thinking.content.startswith("This is a straightforward question about pedestria")
     assert thinking.signature is not None
     assert thinking.signature.startswith("Eq8CCkYICxgCKkDdadQOXMzNBqjrNVAKWsgU")
@@ -375,9 +374,7 @@ def test_sample_error_response_maps_to_bad_request() -> None:
 
 def test_sample_streamed_thinking() -> None:
     r = _get("test_anthropic/test_anthropic_model_thinking_part_stream#0")
-    thinking, text = r.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(r, ThinkingPart, TextPart)
     assert thinking.content == (
         "This is a straightforward question about pedestrian safety. I should provide clear, helpful advice "
         "about how to safely cross a street. This is basic safety information that could help prevent accidents."

@@ -19,7 +19,6 @@ from ferrule.core.messages import Message
 from ferrule.core.messages import ModelRequest
 from ferrule.core.messages import ModelResponse
 from ferrule.core.messages import NativeToolCallPart
-from ferrule.core.messages import NativeToolReturnPart
 from ferrule.core.messages import RetryPromptPart
 from ferrule.core.messages import SystemPromptPart
 from ferrule.core.messages import TextContent
@@ -39,6 +38,8 @@ from ferrule.core.settings import ProviderExtraBody
 from ferrule.providers.anthropic import AnthropicModel
 from ferrule.providers.anthropic import AnthropicProvider
 from ferrule.providers.anthropic import codec
+from tests.support.provtests import native_round
+from tests.support.provtests import object_tool
 
 SONNET = "claude-sonnet-4-5"
 OPUS_47 = "claude-opus-4-7"
@@ -64,15 +65,7 @@ def anthropic_response(*parts: Any, model_name: str | None = "claude-sonnet-4-5-
     return ModelResponse(parts=list(parts), provider_name="anthropic", model_name=model_name)
 
 
-TOOL = ToolDefinition(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
+TOOL = object_tool("get_weather", {"city": {"type": "string"}}, description="Weather for a city.")
 
 
 # -- body basics -----------------------------------------------------------------------------------
@@ -595,18 +588,13 @@ def test_unknown_native_tool_options_are_refused() -> None:
 
 
 def test_server_tool_blocks_are_replayed_to_anthropic_only() -> None:
-    call = NativeToolCallPart(
-        tool_name="code_execution",
-        args={"command": "ls"},
+    call, result = native_round(
+        "code_execution",
+        {"command": "ls"},
+        {"type": "bash_code_execution_result", "stdout": "x"},
         tool_call_id="srv_1",
         provider_name="anthropic",
-        provider_details={"anthropic_tool_name": "bash_code_execution"},
-    )
-    result = NativeToolReturnPart(
-        tool_name="code_execution",
-        content={"type": "bash_code_execution_result", "stdout": "x"},
-        tool_call_id="srv_1",
-        provider_name="anthropic",
+        call_details={"anthropic_tool_name": "bash_code_execution"},
     )
     history: list[Message] = [
         user("q"),
@@ -631,31 +619,21 @@ def test_server_tool_blocks_are_replayed_to_anthropic_only() -> None:
 
 def test_pydantic_ai_style_native_parts_replay_with_their_wire_names() -> None:
     # PydanticAI keeps the result's wire type only in its content; tool search keeps its strategy.
-    call = NativeToolCallPart(
-        tool_name="code_execution",
-        args={"command": "view", "path": "/a"},
+    call, result = native_round(
+        "code_execution",
+        {"command": "view", "path": "/a"},
+        {"type": "text_editor_code_execution_view_result", "content": "x"},
         tool_call_id="s1",
         provider_name="anthropic",
-        provider_details={"anthropic_tool_name": "text_editor_code_execution"},
+        call_details={"anthropic_tool_name": "text_editor_code_execution"},
     )
-    result = NativeToolReturnPart(
-        tool_name="code_execution",
-        content={"type": "text_editor_code_execution_view_result", "content": "x"},
-        tool_call_id="s1",
-        provider_name="anthropic",
-    )
-    search = NativeToolCallPart(
-        tool_name="tool_search",
-        args={"pattern": "w.*"},
+    search, search_result = native_round(
+        "tool_search",
+        {"pattern": "w.*"},
+        {"type": "tool_search_tool_search_result"},
         tool_call_id="s2",
         provider_name="anthropic",
-        provider_details={"strategy": "regex"},
-    )
-    search_result = NativeToolReturnPart(
-        tool_name="tool_search",
-        content={"type": "tool_search_tool_search_result"},
-        tool_call_id="s2",
-        provider_name="anthropic",
+        call_details={"strategy": "regex"},
     )
     history: list[Message] = [user("q"), anthropic_response(call, result, search, search_result), user("q2")]
     blocks = encode(history)["messages"][1]["content"]

@@ -8,6 +8,7 @@ import pytest
 
 from ferrule.core.errors import UserError
 from ferrule.providers.anthropic.codec import strict_schema
+from tests.support.provtests import nested_arrays
 
 
 def test_objects_are_closed_and_unsupported_keywords_move_to_the_description() -> None:
@@ -95,14 +96,7 @@ def test_schemas_the_api_cannot_enforce_are_refused(schema: Any, message: str) -
         strict_schema(schema)
 
 
-def _nested(depth: int) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string"}
-    for _ in range(depth):
-        schema = {"type": "array", "items": schema}
-    return schema
-
-
 def test_nesting_at_the_limit_and_one_past_it() -> None:
-    assert strict_schema(_nested(64))["type"] == "array"
+    assert strict_schema(nested_arrays(64))["type"] == "array"
     with pytest.raises(UserError, match="deeper than 64"):
-        strict_schema(_nested(65))
+        strict_schema(nested_arrays(65))

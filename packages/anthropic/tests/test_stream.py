@@ -39,6 +39,7 @@ from tests.support.cassettes import ANTHROPIC_FOLDERS
 from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import two_parts
 
 START: dict[str, Any] = {
     "type": "message_start",
@@ -182,10 +183,8 @@ def test_server_tool_input_and_results_arrive_as_whole_parts() -> None:
         delta_event(),
         STOP,
     )
-    call, result = response.parts
-    assert isinstance(call, NativeToolCallPart)
+    call, result = two_parts(response, NativeToolCallPart, NativeToolReturnPart)
     assert call.args == {"query": "x"}
-    assert isinstance(result, NativeToolReturnPart)
     assert result.tool_call_id == "s1"
 
 

@@ -38,6 +38,7 @@ from ferrule.providers.anthropic import codec
 from tests.support.cassettes import ANTHROPIC_FOLDERS
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import native_round
 from tests.support.wire_cache import Marking
 from tests.support.wire_cache import assert_every_step_identical
 from tests.support.wire_cache import edit_answer
@@ -160,15 +161,10 @@ def test_system_parts_betas_and_answered_server_calls_come_from_the_cache() -> N
     messages[-1] = (  # the last answer searched the web: the call and its result
         ModelResponse(
             parts=[
-                NativeToolCallPart(
-                    tool_name="web_search",
-                    args={"query": "q"},
-                    tool_call_id="srv_1",
-                    provider_name="anthropic",
-                ),
-                NativeToolReturnPart(
-                    tool_name="web_search",
-                    content=[{"type": "web_search_result"}],
+                *native_round(
+                    "web_search",
+                    {"query": "q"},
+                    [{"type": "web_search_result"}],
                     tool_call_id="srv_1",
                     provider_name="anthropic",
                 ),

@@ -51,6 +51,8 @@ from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import Interaction
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import native_round
+from tests.support.provtests import two_parts
 
 FOLDERS = GOOGLE_FOLDERS
 INTERACTIONS: list[Interaction] = list(iter_interactions(*FOLDERS))
@@ -244,9 +246,7 @@ def test_sample_streamed_function_call() -> None:
 
 def test_sample_thinking_then_signed_text() -> None:
     r = _decode(_get("test_google/test_google_model_thinking_part#0"), "gemini-3-pro-preview")
-    thinking, text = r.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(r, ThinkingPart, TextPart)
     assert thinking.content.startswith("**A Safe Street-Crossing Guide: My Thought Process**")
     assert len(thinking.content) == 2238
     assert (thinking.signature, thinking.provider_details) == (None, None)
@@ -260,10 +260,8 @@ def test_sample_thinking_then_signed_text() -> None:
 
 def test_sample_streamed_thinking() -> None:
     r = _decode(_get("test_google/test_google_model_thinking_part_iter#0"), "gemini-2.5-pro")
-    thinking, text = r.parts
-    assert isinstance(thinking, ThinkingPart)
+    thinking, text = two_parts(r, ThinkingPart, TextPart)
     assert thinking.content.startswith("**Clarifying User Goals**")
-    assert isinstance(text, TextPart)
     assert (len(thinking.content), len(text.content)) == (1575, 1938)
     assert text.provider_details is not None
     assert text.provider_details["thought_signature"].startswith("CiIB0e2Kb6Syj1a961Ef")
@@ -381,10 +379,8 @@ def test_sample_truncated_thinking_model() -> None:
 
 def test_sample_generated_image() -> None:
     r = _decode(_get("test_google/test_google_image_generation_with_text#0"), "gemini-3-pro-image-preview")
-    text, image = r.parts
-    assert isinstance(text, TextPart)
+    text, image = two_parts(r, TextPart, FilePart)
     assert text.content.startswith("A little axolotl named Archie")
-    assert isinstance(image, FilePart)
     assert image.content.media_type == "image/jpeg"
     assert image.content.data[:4] == b"\xff\xd8\xff\xe0"
     assert image.provider_details is not None
@@ -716,15 +712,10 @@ def test_request_history_from_another_provider_drops_its_native_parts() -> None:
     anthropic = ModelResponse(
         parts=[
             TextPart(content="I can calculate this for you using Python to ensure accuracy."),
-            NativeToolCallPart(
-                tool_name="code_execution",
-                args={"code": "print(3*12390)"},
-                tool_call_id="srvtoolu_1",
-                provider_name="anthropic",
-            ),
-            NativeToolReturnPart(
-                tool_name="code_execution",
-                content={"stdout": "37170"},
+            *native_round(
+                "code_execution",
+                {"code": "print(3*12390)"},
+                {"stdout": "37170"},
                 tool_call_id="srvtoolu_1",
                 provider_name="anthropic",
             ),

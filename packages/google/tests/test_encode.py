@@ -37,28 +37,14 @@ from ferrule.providers.google.codec import DUMMY_THOUGHT_SIGNATURE
 from ferrule.providers.google.codec import EncodeOptions
 from ferrule.providers.google.codec import build_request
 from ferrule.providers.google.codec import encode_request
+from tests.support.provtests import object_tool
 
 GLA = "google-gla"
 VERTEX = "google-vertex"
-WEATHER = ToolDefinition(
-    name="get_weather",
-    description="Weather in a city.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
+WEATHER = object_tool(
+    "get_weather", {"city": {"type": "string"}}, description="Weather in a city.", additionalProperties=False
 )
-FINAL = ToolDefinition(
-    name="final_result",
-    kind="output",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"answer": {"type": "string"}},
-        "required": ["answer"],
-    },
-)
+FINAL = object_tool("final_result", {"answer": {"type": "string"}}, kind="output")
 
 
 def opts(model: str = "gemini-2.5-flash", provider: str = GLA, **kw: Any) -> EncodeOptions:

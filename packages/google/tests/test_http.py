@@ -38,6 +38,7 @@ from ferrule.providers.google.codec import decode_stream
 from tests.support.cassettes import iter_interactions
 from tests.support.cassettes import require_cassettes
 from tests.support.http_server import Serve
+from tests.support.http_server import json_reply
 
 KEY = "AIzaSy-SENTINEL-test-key-0123456789abcdefghij"
 TOKEN = "ya29.SENTINEL-access-token-0123456789"
@@ -77,13 +78,21 @@ def google_error(code: int, status: str, message: str, **extra: Any) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "status": status, **extra}}).encode()
 
 
+def error_case(
+    status: int,
+    code: str,
+    message: str,
+    error: type[Exception],
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> tuple[int, bytes, dict[str, str], type[Exception], str]:
+    """A row of the error table: an HTTP `status` whose Gemini error says `code`, and the `error` it raises."""
+    return status, google_error(status, code, message, **extra), headers or {}, error, code
+
+
 async def test_buffered_request_replays_a_recorded_body(serve: Serve) -> None:
     it = recorded("test_google/test_google_model#0")
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(200, it.response_bytes, {"content-type": "application/json"})
-
-    server = serve(handler)
+    server = serve(json_reply(it.response_bytes))
     model = GoogleModel("gemini-2.5-flash", provider=gla(server))
     response = await model.request(CALL)
     (request,) = server.requests
@@ -152,62 +161,34 @@ async def test_stream_split_at_awkward_boundaries(serve: Serve) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "headers", "error", "code"),
     [
-        (
+        error_case(
             429,
-            google_error(
-                429,
-                "RESOURCE_EXHAUSTED",
-                "You exceeded your current quota, please check your plan and billing details.",
-                details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}],
-            ),
-            {"retry-after": "37"},
-            RateLimitError,
             "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota, please check your plan and billing details.",
+            RateLimitError,
+            {"retry-after": "37"},
+            details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}],
         ),
-        (500, google_error(500, "INTERNAL", "An internal error has occurred."), {}, ServerError, "INTERNAL"),
-        (
-            503,
-            google_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
-            {},
-            ServerError,
-            "UNAVAILABLE",
-        ),
-        (
+        error_case(500, "INTERNAL", "An internal error has occurred.", ServerError),
+        error_case(503, "UNAVAILABLE", "The model is overloaded. Please try again later.", ServerError),
+        error_case(
             400,
-            google_error(
-                400, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified"
-            ),
-            {},
-            BadRequestError,
             "INVALID_ARGUMENT",
-        ),
-        (
-            400,
-            google_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
-            {},
-            AuthenticationError,
-            "INVALID_ARGUMENT",
-        ),
-        (
-            400,
-            google_error(400, "FAILED_PRECONDITION", "User location is not supported for the API use."),
-            {},
+            "* GenerateContentRequest.contents: contents is not specified",
             BadRequestError,
-            "FAILED_PRECONDITION",
         ),
-        (
-            404,
-            google_error(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta"),
-            {},
-            BadRequestError,
-            "NOT_FOUND",
+        error_case(
+            400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", AuthenticationError
         ),
-        (
+        error_case(
+            400, "FAILED_PRECONDITION", "User location is not supported for the API use.", BadRequestError
+        ),
+        error_case(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta", BadRequestError),
+        error_case(
             504,
-            google_error(504, "DEADLINE_EXCEEDED", "Deadline expired before operation could complete."),
-            {},
-            ProviderTimeoutError,
             "DEADLINE_EXCEEDED",
+            "Deadline expired before operation could complete.",
+            ProviderTimeoutError,
         ),
     ],
 )
@@ -223,11 +204,7 @@ async def test_error_bodies_map_to_error_classes(
 ) -> None:
     # The streaming endpoint wraps its error in a one-item array.
     payload = b"[" + body + b"]" if streamed else body
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(status, payload, {"content-type": "application/json", **headers})
-
-    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
+    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(json_reply(payload, status, headers))))
     with pytest.raises(error) as info:
         await (consume(model) if streamed else model.request(CALL))
     raised: Any = info.value
@@ -246,11 +223,7 @@ async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: 
         "Quota exceeded.",
         details=[{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}],
     )
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(429, body, {"content-type": "application/json"})
-
-    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
+    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(json_reply(body, 429))))
     with pytest.raises(RateLimitError) as info:
         await model.request(CALL)
     assert info.value.retry_after == 12.0
@@ -258,11 +231,7 @@ async def test_retry_delay_in_the_body_sets_retry_after_without_a_header(serve: 
 
 async def test_error_body_capture_is_opt_in_and_redacted(serve: Serve) -> None:
     echoed = google_error(400, "INVALID_ARGUMENT", f"bad request for key {KEY}")
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(400, echoed, {"content-type": "application/json"})
-
-    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(handler)))
+    model = GoogleModel("gemini-2.5-flash", provider=gla(serve(json_reply(echoed, 400))))
     with pytest.raises(BadRequestError) as plain:
         await model.request(CALL)
     assert plain.value.body is None
@@ -346,11 +315,7 @@ async def test_a_broken_stream_raises_a_typed_error(
 
 async def test_extra_headers_are_sent_and_credentials_refused(serve: Serve) -> None:
     it = recorded("test_google/test_google_model#0")
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(200, it.response_bytes, {"content-type": "application/json"})
-
-    server = serve(handler)
+    server = serve(json_reply(it.response_bytes))
     model = GoogleModel("gemini-2.5-flash", provider=gla(server))
     await model.request(
         ModelCall(messages=CALL.messages, settings=ModelSettings(extra_headers={"X-Trace": "abc"}))
@@ -367,11 +332,7 @@ async def test_extra_headers_are_sent_and_credentials_refused(serve: Serve) -> N
 
 async def test_vertex_paths_and_bearer_token(serve: Serve) -> None:
     it = recorded("test_google/test_google_model_vertex_provider#0")
-
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond(200, it.response_bytes, {"content-type": "application/json"})
-
-    server = serve(handler)
+    server = serve(json_reply(it.response_bytes))
     provider = VertexAIProvider(
         access_token=TOKEN,
         project="my-project-1",
@@ -394,12 +355,9 @@ async def test_vertex_paths_and_bearer_token(serve: Serve) -> None:
 
 
 async def test_count_tokens(serve: Serve) -> None:
-    def handler(conn: Any, request: Any) -> None:
-        conn.respond_json(
-            200, {"totalTokens": 12, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}
-        )
-
-    server = serve(handler)
+    server = serve(
+        json_reply({"totalTokens": 12, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]})
+    )
     model = GoogleModel("gemini-2.5-flash", provider=gla(server))
     assert await model.count_tokens(ModelCall(messages=CALL.messages, instructions="Be brief.")) == 12
     (request,) = server.requests
@@ -570,7 +528,7 @@ async def test_inspect_delete_and_no_download(serve: Serve) -> None:
 
 
 async def test_delete_needs_an_empty_acknowledgement(serve: Serve) -> None:
-    server = serve(lambda conn, request: conn.respond_json(200, {"unexpected": True}))
+    server = serve(json_reply({"unexpected": True}))
     with pytest.raises(ResponseDecodeError, match="acknowledgement"):
         await gla(server).delete_file("files/x")
 
@@ -586,7 +544,7 @@ async def test_delete_needs_an_empty_acknowledgement(serve: Serve) -> None:
     ],
 )
 async def test_invalid_file_records(serve: Serve, record: dict[str, Any]) -> None:
-    server = serve(lambda conn, request: conn.respond_json(200, record))
+    server = serve(json_reply(record))
     with pytest.raises(ResponseDecodeError):
         await gla(server).inspect_file("files/abc")
 
@@ -660,7 +618,7 @@ async def test_list_models_model_limit_exactly_and_one_past(serve: Serve) -> Non
     ],
 )
 async def test_list_models_rejects_malformed_pages(serve: Serve, body: bytes) -> None:
-    server = serve(lambda conn, request: conn.respond(200, body, {"content-type": "application/json"}))
+    server = serve(json_reply(body))
     with pytest.raises(ResponseDecodeError):
         await gla(server).list_models()
 

@@ -12,6 +12,7 @@ from ferrule.providers.google._schema import MAX_SCHEMA_DEPTH
 from ferrule.providers.google._schema import MAX_SCHEMA_NODES
 from ferrule.providers.google.codec import to_json_schema
 from ferrule.providers.google.codec import to_openapi_schema
+from tests.support.provtests import nested_arrays
 
 PYDANTIC_NESTED: dict[str, Any] = {
     "$defs": {
@@ -160,18 +161,11 @@ def test_openapi_reused_definition_is_inlined_twice() -> None:
     )
 
 
-def _nested(depth: int) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string"}
-    for _ in range(depth):
-        schema = {"type": "array", "items": schema}
-    return schema
-
-
 def test_depth_limit_exactly_and_one_past() -> None:
     # Depth counts schema objects below the root: `depth` wrappers nest the leaf at depth `depth`.
-    to_openapi_schema(_nested(MAX_SCHEMA_DEPTH))
+    to_openapi_schema(nested_arrays(MAX_SCHEMA_DEPTH))
     with pytest.raises(UserError, match="deeper than"):
-        to_openapi_schema(_nested(MAX_SCHEMA_DEPTH + 1))
+        to_openapi_schema(nested_arrays(MAX_SCHEMA_DEPTH + 1))
 
 
 def test_node_limit_exactly_and_one_past() -> None:
@@ -215,6 +209,6 @@ def test_json_schema_dialect_keeps_refs_and_rewrites_const() -> None:
 
 
 def test_json_schema_dialect_depth_limit() -> None:
-    to_json_schema(_nested(MAX_SCHEMA_DEPTH))
+    to_json_schema(nested_arrays(MAX_SCHEMA_DEPTH))
     with pytest.raises(UserError, match="deeper than"):
-        to_json_schema(_nested(MAX_SCHEMA_DEPTH + 1))
+        to_json_schema(nested_arrays(MAX_SCHEMA_DEPTH + 1))

@@ -46,17 +46,10 @@ from ferrule.providers.openai.profiles import ChatDialect
 from ferrule.providers.openai.profiles import deepseek_profile
 from ferrule.providers.openai.profiles import openai_chat_profile
 from ferrule.providers.openai.profiles import openrouter_profile
+from tests.support.provtests import object_tool
 
 OPENAI = openai_chat_profile("gpt-4.1").dialect
-WEATHER = ToolDefinition(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
+WEATHER = object_tool("get_weather", {"city": {"type": "string"}}, description="Weather for a city.")
 
 
 def body(call: ModelCall, dialect: ChatDialect = OPENAI, **kwargs: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ferrule.core.http import error_from_response
 from ferrule.core.messages import BinaryContent
 from ferrule.core.messages import FilePart
 from ferrule.core.messages import ImageUrl
+from ferrule.core.messages import Message
 from ferrule.core.messages import ModelRequest
 from ferrule.core.messages import ModelResponse
 from ferrule.core.messages import NativeToolCallPart
@@ -59,6 +60,7 @@ from tests.support.cassettes import SKIP_REASON
 from tests.support.cassettes import Interaction
 from tests.support.cassettes import cassette_root
 from tests.support.cassettes import iter_interactions
+from tests.support.provtests import two_parts
 
 pytestmark = pytest.mark.skipif(cassette_root() is None, reason=SKIP_REASON)
 
@@ -267,9 +269,7 @@ def test_sample_compatible_tool_call_without_id_gets_stable_id() -> None:
 def test_sample_deepseek_streamed_reasoning_content() -> None:
     it = BY_ID["test_deepseek/test_deepseek_model_thinking_stream#0"]
     response = decode(it)
-    thinking, text = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(response, ThinkingPart, TextPart)
     assert thinking.id == "reasoning_content"
     assert thinking.content.startswith('Hmm, the user just said "Hello".')
     assert text.content == "Hello there! 😊 How can I help you today?"
@@ -347,9 +347,7 @@ def test_sample_openai_chat_prompt_cache_counters() -> None:
 def test_sample_responses_reasoning_summary_and_encrypted_content() -> None:
     it = BY_ID["test_openai/test_openai_model_thinking_part#0"]
     response = decode(it)
-    thinking, text = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(text, TextPart)
+    thinking, text = two_parts(response, ThinkingPart, TextPart)
     raw = it.response_json["output"][0]
     assert thinking.id == raw["id"]
     assert thinking.signature == raw["encrypted_content"]
@@ -362,9 +360,7 @@ def test_sample_responses_reasoning_summary_and_encrypted_content() -> None:
 def test_sample_responses_function_call_ids() -> None:
     it = BY_ID["test_tool_choice_matrix/test_tool_choice_matrix[tools_plus_output-openai_responses]#0"]
     response = decode(it)
-    thinking, call = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(call, ToolCallPart)
+    _, call = two_parts(response, ThinkingPart, ToolCallPart)
     assert (call.tool_name, call.args, call.tool_call_id) == (
         "get_weather",
         '{"city":"Paris"}',
@@ -422,9 +418,7 @@ def test_sample_responses_generated_image() -> None:
 def test_sample_deepseek_responses_streamed_reasoning_text() -> None:
     it = BY_ID["test_deepseek_responses/test_deepseek_responses[function_tool_stream]#0"]
     response = decode(it)
-    thinking, call = response.parts
-    assert isinstance(thinking, ThinkingPart)
-    assert isinstance(call, ToolCallPart)
+    thinking, call = two_parts(response, ThinkingPart, ToolCallPart)
     assert thinking.content == "The user asks about temperature in Tokyo. I'll call the tool."
     assert call.args == '{"city": "Tokyo"}'
     assert response.usage.cache_read_tokens == 256
@@ -467,6 +461,13 @@ def recorded_tools(it: Interaction) -> list[ToolDefinition]:
     return tools
 
 
+def tool_round(prompt: str, answer: ModelResponse, result: str) -> list[Message]:
+    """The history of one tool round: `prompt`, the recorded `answer` (one tool call), `result` for that call."""
+    [call] = answer.tool_calls
+    returned = ToolReturnPart(tool_name=call.tool_name, content=result, tool_call_id=call.tool_call_id)
+    return [ModelRequest.user_text_prompt(prompt), answer, ModelRequest(parts=[returned])]
+
+
 def chat_body(call: ModelCall, model: str, dialect: ChatDialect, provider: str = "openai") -> Any:
     return normalize(
         json.loads(chat_codec.encode_request(call, model_name=model, dialect=dialect, provider_name=provider))
@@ -497,18 +498,7 @@ def test_request_tool_loop_chat_round_trip() -> None:
     first = BY_ID["test_tool_choice_matrix/test_tool_choice_matrix[auto-openai]#0"]
     second = BY_ID["test_tool_choice_matrix/test_tool_choice_matrix[auto-openai]#1"]
     answer = chat_codec.decode_response(first.response_bytes)
-    [call] = answer.tool_calls
-    messages = [
-        ModelRequest.user_text_prompt("What's the weather in Paris?"),
-        answer,
-        ModelRequest(
-            parts=[
-                ToolReturnPart(
-                    tool_name="get_weather", content="Sunny, 22C in Paris", tool_call_id=call.tool_call_id
-                )
-            ]
-        ),
-    ]
+    messages = tool_round("What's the weather in Paris?", answer, "Sunny, 22C in Paris")
     request = ModelCall(messages=messages, tools=recorded_tools(second))
     assert chat_body(request, "gpt-5-mini", openai_chat_profile("gpt-5-mini").dialect) == normalize(
         second.request_json
@@ -681,21 +671,9 @@ def test_request_reasoning_replay_round_trip_responses() -> None:
     second = BY_ID["test_tool_choice_matrix/test_tool_choice_matrix[tools_plus_output-openai_responses]#1"]
     answer = responses_codec.decode_response(first.response_bytes, model_name="gpt-5-mini")
     answer.model_name = "gpt-5-mini"  # the request names the alias, the response the snapshot
-    [call] = answer.tool_calls
     tools = recorded_tools(second)
-    messages = [
-        ModelRequest.user_text_prompt("Get weather for Paris and summarize"),
-        answer,
-        ModelRequest(
-            parts=[
-                ToolReturnPart(
-                    tool_name="get_weather", content="Sunny, 22C in Paris", tool_call_id=call.tool_call_id
-                )
-            ]
-        ),
-    ]
     request = ModelCall(
-        messages=messages,
+        messages=tool_round("Get weather for Paris and summarize", answer, "Sunny, 22C in Paris"),
         tools=tools[:2],
         output_tools=tools[2:],
         settings=ModelSettings(tool_choice=["final_result", "get_weather"]),
@@ -719,16 +697,7 @@ def test_request_deepseek_responses_round_trip() -> None:
     first = BY_ID["test_deepseek_responses/test_deepseek_responses[function_tool]#0"]
     second = BY_ID["test_deepseek_responses/test_deepseek_responses[function_tool]#1"]
     answer = responses_codec.decode_response(first.response_bytes, provider_name="deepseek")
-    [call] = answer.tool_calls
-    messages = [
-        ModelRequest.user_text_prompt("What is the temperature in Tokyo?"),
-        answer,
-        ModelRequest(
-            parts=[
-                ToolReturnPart(tool_name="get_temperature", content="21.0", tool_call_id=call.tool_call_id)
-            ]
-        ),
-    ]
+    messages = tool_round("What is the temperature in Tokyo?", answer, "21.0")
     request = ModelCall(messages=messages, tools=recorded_tools(second))
     assert responses_body(request, "deepseek-v4-flash", provider="deepseek") == normalize(second.request_json)
     assert (

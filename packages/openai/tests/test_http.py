@@ -68,6 +68,7 @@ from tests.support.http_server import Handler
 from tests.support.http_server import LocalServer
 from tests.support.http_server import Request
 from tests.support.http_server import Serve
+from tests.support.provtests import object_tool
 
 FAST = Timeouts(connect=2.0, first_byte=2.0, read=0.5, total=10.0)
 KEY = "sk-test-SENTINEL-0123456789abcdef"
@@ -163,14 +164,7 @@ async def test_chat_stream_recorded_tool_call_split_awkwardly(serve: Serve, size
     it = recorded("test_openai/test_run_stream_sync_streams_real_model#0")
     server = serve(lambda conn, request: conn.stream(it.response_bytes, sizes))
     model = OpenAIChatModel("gpt-4o-mini", provider=openai(server))
-    tool = ToolDefinition(
-        name="get_capital",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"country": {"type": "string"}},
-            "required": ["country"],
-        },
-    )
+    tool = object_tool("get_capital", {"country": {"type": "string"}})
     events = await collect(
         model.stream(ModelCall(messages=user("Capital of the UK?").messages, tools=[tool]))
     )
@@ -710,14 +704,7 @@ async def test_emulated_tools_through_constrained_output(serve: Serve) -> None:
         provider.chat_profile("qwen").profile, supports_tools=False, tools_emulated_via_output=True
     )
     model = OpenAIChatModel("qwen", provider=provider, profile=profile)
-    tool = ToolDefinition(
-        name="get_weather",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    )
+    tool = object_tool("get_weather", {"city": {"type": "string"}})
     response = await model.request(ModelCall(messages=user("Weather in Paris?").messages, tools=[tool]))
     [call] = response.tool_calls
     assert isinstance(call, ToolCallPart)

@@ -39,24 +39,17 @@ from ferrule.core.model import ModelStreamEvent
 from ferrule.core.model import NativeTool
 from ferrule.core.model import PartStartEvent
 from ferrule.core.model import ResponseCompleted
-from ferrule.core.model import ToolDefinition
 from ferrule.core.settings import ModelSettings
 from ferrule.core.settings import ProviderExtraBody
 from ferrule.core.sse import SseEvent
 from ferrule.providers.openai import responses_codec
 from ferrule.providers.openai.profiles import ResponsesDialect
 from ferrule.providers.openai.profiles import openai_responses_profile
+from tests.support.provtests import object_tool
 
 GPT5 = openai_responses_profile("gpt-5-mini")
 GPT4O = openai_responses_profile("gpt-4o")
-WEATHER = ToolDefinition(
-    name="get_weather",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
+WEATHER = object_tool("get_weather", {"city": {"type": "string"}})
 
 
 def body(call: ModelCall, resolved: Any = GPT5, model: str = "gpt-5-mini", **kwargs: Any) -> dict[str, Any]:

@@ -37,26 +37,16 @@ from ferrule.providers.openai._tool_emulation import decode_emulated_tools
 from ferrule.providers.openai._tool_emulation import emulated_tool_stream
 from ferrule.providers.openai._tool_emulation import encode_emulated_tools
 from ferrule.providers.openai._tool_emulation import needs_tool_emulation
+from tests.support.provtests import object_tool
 
-WEATHER = ToolDefinition(
-    name="get_weather",
+WEATHER = object_tool(
+    "get_weather",
+    {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+    required=["city"],
     description="Get the weather in a city.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
-        "required": ["city"],
-    },
 )
 TIME = ToolDefinition(name="get_time", parameters_json_schema={"type": "object", "properties": {}})
-ANSWER = ToolDefinition(
-    name="final_result",
-    kind="output",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"score": {"type": "integer"}},
-        "required": ["score"],
-    },
-)
+ANSWER = object_tool("final_result", {"score": {"type": "integer"}}, kind="output")
 
 
 def _call(**kwargs: Any) -> ModelCall:
@@ -221,14 +211,7 @@ def test_defs_are_hoisted_and_renamed_per_tool() -> None:
 
 
 def test_recursive_schema_referring_to_its_root_is_hoisted() -> None:
-    tree = ToolDefinition(
-        name="tree",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
-            "required": ["children"],
-        },
-    )
+    tree = object_tool("tree", {"children": {"type": "array", "items": {"$ref": "#"}}})
     wire = encode_emulated_tools(_call(tools=[tree]))
     assert isinstance(wire.output, JsonSchemaFormat)
     validate = fastjsonschema.compile(wire.output.schema)
