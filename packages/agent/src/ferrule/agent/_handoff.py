@@ -94,9 +94,12 @@ async def let_others_run() -> None:
     trio runs each batch of ready tasks in either order, so a task that checkpoints once may run
     again before another that was ready with it, and a second checkpoint gives that one its turn.
     """
-    await anyio.lowlevel.checkpoint()
     # Asked of asyncio only when it is imported (a running asyncio loop imported it), as
     # `ferrule.core`'s clock does: a trio program pays one dictionary lookup.
     asyncio = sys.modules.get("asyncio")
-    if asyncio is None or asyncio._get_running_loop() is None:
-        await anyio.lowlevel.checkpoint()
+    if asyncio is not None and asyncio._get_running_loop() is not None:
+        # anyio's checkpoint on asyncio, without its lookup of the running library.
+        await asyncio.sleep(0)
+        return
+    await anyio.lowlevel.checkpoint()
+    await anyio.lowlevel.checkpoint()
