@@ -16,7 +16,6 @@ from typing import Any
 from typing import Final
 from typing import Generic
 from typing import Literal
-from typing import NamedTuple
 from typing import TypeAlias
 from typing import cast
 from typing import get_origin
@@ -311,8 +310,13 @@ class Tool(Generic[DepsT]):
             if function is None:
                 raise ToolDefinitionError("Tool() needs a function (or external=True with a schema)")
             # An external tool may be described by a typed function that is never called here.
-            inputs = _BuildInputs(
-                name, description, takes_ctx, docstring_format, require_parameter_descriptions, strict
+            inputs: _BuildInputs = (
+                name,
+                description,
+                takes_ctx,
+                docstring_format,
+                require_parameter_descriptions,
+                strict,
             )
             self._build_once(function, inputs, parameters_json_schema)
         self.definition = self._definition()
@@ -653,19 +657,12 @@ class Tool(Generic[DepsT]):
         )
 
 
-class _BuildInputs(NamedTuple):
-    """Every input of `Tool._build` but the function and a hand-written schema: the build cache's key.
-
-    `strict` decides whether an unannotated parameter is refused, so a lenient build must not answer
-    for a strict one.
-    """
-
-    name: str | None
-    description: str | None
-    takes_ctx: bool | None
-    docstring_format: DocstringFormat
-    require_descriptions: bool
-    strict: bool | None
+_BuildInputs: TypeAlias = "tuple[str | None, str | None, bool | None, DocstringFormat, bool, bool | None]"
+"""Every input of `Tool._build` but the function and a hand-written schema, the build cache's key:
+name, description, takes_ctx, docstring format, require_descriptions and strict. `strict` decides
+whether an unannotated parameter is refused, so a lenient build must not answer for a strict one.
+A plain tuple, not a NamedTuple: one is made per tool an agent is built with, and a NamedTuple's
+constructor costs ten times a tuple's."""
 
 
 # What `Tool._build` derives from a function: the attributes a cached build copies. A test builds a
