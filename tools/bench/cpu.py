@@ -28,6 +28,7 @@ _WORKLOADS: dict[str, tuple[str, Callable[[MockServer], tuple[Any, ...]], int]] 
     "2a": ("fn_run", lambda s: (False,), 1000),
     "2b": ("fn_run", lambda s: (True,), 500),
     "3a": ("e2e", lambda s: (s.base(), "chat", False), 100),
+    "3b": ("e2e", lambda s: (s.base(), "responses", False), 100),
     "3c": ("e2e", lambda s: (s.base(), "chat", True), 100),
     "3d": ("e2e", lambda s: (s.base(), "responses", True), 100),
     "4a": ("stream_text", lambda s: (s.base("d50"), "chat"), 200),

@@ -284,6 +284,83 @@ async def test_leaving_the_stream_early_cancels_and_drains_the_run() -> None:
     assert not s.done
 
 
+def _one_call(name: str) -> Any:
+    """A stream function that calls the tool `name` (no arguments) and, after its result, says "done"."""
+
+    async def stream(messages: Sequence[Message], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        if turn(messages) == 0:
+            yield {0: DeltaToolCall(name=name, json_args="{}", tool_call_id="c1")}
+        else:
+            yield "done"
+
+    return stream
+
+
+async def test_leaving_the_stream_early_lets_the_runs_shielded_work_finish() -> None:
+    # The run's task is cancelled through a cancel scope, not by cancelling the task: what a tool
+    # shields from cancellation runs to its end before the block exits, on either backend.
+    started = anyio.Event()
+    done: list[str] = []
+
+    async def commit() -> str:
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.sleep(0.05)
+            done.append("shielded")
+        await anyio.sleep(10)
+        done.append("not cancelled")
+        return "committed"
+
+    agent = Agent(FunctionModel(stream_function=_one_call("commit")), tools=[commit])
+    async with agent.run_stream("x") as s:
+        async for event in s:
+            if isinstance(event, FunctionToolCallEvent):
+                await started.wait()
+                break
+    assert done == ["shielded"]
+    assert not s.done
+
+
+async def test_an_outer_deadline_while_consuming_cancels_and_drains_the_run() -> None:
+    slow = Hang()
+    agent = Agent(FunctionModel(stream_function=_one_call("slow")), tools=[slow.tool("slow")])
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.05) as outer:
+            async with agent.run_stream("x") as s:
+                async for _ in s:
+                    pass
+    assert outer.cancelled_caught
+    assert slow.cancelled.is_set()
+
+
+async def test_an_outer_deadline_while_the_run_drains_waits_for_its_shielded_work() -> None:
+    # Left early while the run is in shielded work, and then cancelled from outside as well: the
+    # block still waits for the run's task to end before the cancellation goes on.
+    started = anyio.Event()
+    done: list[str] = []
+
+    async def commit() -> str:
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.sleep(0.2)
+            done.append("shielded")
+        return "committed"
+
+    agent = Agent(FunctionModel(stream_function=_one_call("commit")), tools=[commit])
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.05) as outer:
+            async with agent.run_stream("x") as s:
+                async for event in s:
+                    if isinstance(event, FunctionToolCallEvent):
+                        await started.wait()
+                        break
+            done.append("left the block")
+            await anyio.lowlevel.checkpoint()
+    assert outer.cancelled_caught
+    # Trio raises the outer cancellation at the next checkpoint after the block, asyncio as it exits.
+    assert done[0] == "shielded"
+
+
 async def test_cancel_method_ends_the_stream() -> None:
     from ferrule.agent.exceptions import RunCancelledError
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Generic
 
-import anyio
 from typing_extensions import TypeVar
 
 from ferrule.core.messages import Message
@@ -32,6 +31,7 @@ from ._events import FinalResultEvent
 from ._events import PartialOutputEvent
 from ._events import RunStep
 from ._handoff import BUFFER
+from ._handoff import Background
 from ._handoff import Handoff
 from ._handoff import let_others_run
 from ._partial_output import SPAN_END
@@ -376,17 +376,16 @@ async def streaming(run: Run) -> AsyncGenerator[StreamedRunResult[Any]]:
     handoff = Handoff()
     errors: list[BaseException] = []
     body_error: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(drive_stream, run, handoff, errors)
+    async with Background(drive_stream, run, handoff, errors) as task:
         try:
             yield StreamedRunResult(run, handoff, errors)
         except Exception as exc:
-            # Re-raised below, outside the task group, so the caller sees it unwrapped.
+            # Re-raised below, once the run's task has ended, so the caller sees it as it was.
             body_error = exc
         finally:
             # Leaving early cancels the run; its work is drained before the block exits. A run
             # that has ended has nothing to cancel (and anyio's cancel formats the task's repr).
             if not handoff.closed:
-                tg.cancel_scope.cancel()
+                task.cancel()
     if body_error is not None:
         raise body_error
