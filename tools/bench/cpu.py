@@ -24,7 +24,7 @@ from typing import Any
 from tools.bench.run import MockServer
 
 # workload: (framework method, its arguments given the server, runs per sample)
-_WORKLOADS: dict[str, tuple[str, Callable[[MockServer], tuple[Any, ...]], int]] = {
+WORKLOADS: dict[str, tuple[str, Callable[[MockServer], tuple[Any, ...]], int]] = {
     "2a": ("fn_run", lambda s: (False,), 1000),
     "2b": ("fn_run", lambda s: (True,), 500),
     "3a": ("e2e", lambda s: (s.base(), "chat", False), 100),
@@ -64,7 +64,7 @@ async def _main(workloads: list[str], frameworks: list[str], reps: int) -> None:
             bench: Any = importlib.import_module(f"tools.bench.fw_{framework}").Bench()
             medians: dict[str, float] = {}
             for name in workloads:
-                method, arguments, runs = _WORKLOADS[name]
+                method, arguments, runs = WORKLOADS[name]
                 fn = getattr(bench, method)(*arguments(server))
                 median, least = await _cpu_per_run(fn, runs, reps)
                 medians[name] = median
@@ -80,14 +80,14 @@ async def _main(workloads: list[str], frameworks: list[str], reps: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("workloads", help=f"comma-separated, from {', '.join(_WORKLOADS)}")
+    parser.add_argument("workloads", help=f"comma-separated, from {', '.join(WORKLOADS)}")
     parser.add_argument("--frameworks", default="raw,ferrule", help="comma-separated: raw, ferrule")
     parser.add_argument("--reps", type=int, default=5, help="samples per workload (default 5)")
     args = parser.parse_args()
     workloads = [w for w in args.workloads.split(",") if w]
-    unknown = [w for w in workloads if w not in _WORKLOADS]
+    unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
-        parser.error(f"unknown workloads {unknown}; choose from {', '.join(_WORKLOADS)}")
+        parser.error(f"unknown workloads {unknown}; choose from {', '.join(WORKLOADS)}")
     asyncio.run(_main(workloads, args.frameworks.split(","), args.reps))
 
 

@@ -835,5 +835,27 @@ def test_fast_path_decoder_decode_each_is_decode_of_each() -> None:
         [*fit, '{"text": "' + "x" * 20 + '"}'],  # 32 characters, all ASCII
         [*fit, '{"text": "' + "é" * 20 + '"}'],  # 32 characters, not all ASCII
         misfits,
+        # Longer than twice `max_depth`: proved within it by the most `{` plus the most `[` of
+        # any document (here 1 + 1, 8 + 8, then 8 + 9, over the limit of 16).
+        ['{"text": "' + "x" * 40 + '", "o": [1]}', *fit],
+        ['{"text": "a", "o": [[[[[[[[{}, {}, {}, {}, {}, {}, {}]]]]]]]]}', *fit],
+        ['{"text": "a", "o": [[[[[[[[[{}, {}, {}, {}, {}, {}, {}]]]]]]]]]}', *fit],
     ):
         assert decoder.decode_each(datas) == [decoder.decode(data) for data in datas], datas
+
+
+def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_openers_are_few() -> None:
+    decoded_alone: list[str] = []
+
+    class Counting(bj.FastPathDecoder[_Text]):
+        def decode(self, data: bj.JsonInput) -> _Text | None:
+            decoded_alone.append(cast("str", data))
+            return super().decode(data)
+
+    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    long = ['{"text": "' + "x" * 40 + f'", "o": [{n}]}}' for n in range(3)]
+    assert [text.text for text in cast("list[_Text]", decoder.decode_each(long))] == ["x" * 40] * 3
+    assert decoded_alone == []
+    deep = '{"text": "a", "o": [[[[[[[[[{}, {}, {}, {}, {}, {}, {}]]]]]]]]]}'
+    assert decoder.decode_each([*long, deep]) == [*decoder.decode_each(long), decoder.decode(deep)]
+    assert decoded_alone[:4] == [*long, deep]  # one by one: the bound does not prove them

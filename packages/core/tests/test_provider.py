@@ -694,6 +694,27 @@ async def test_stream_bytes(serve: Callable[[Handler], Server]) -> None:
         assert b"".join([c async for c in chunks]) == b"abcdef"
 
 
+@pytest.mark.anyio
+async def test_a_streamed_request_is_prepared_and_sent_on_entry_and_entered_once(
+    serve: Callable[[Handler], Server],
+) -> None:
+    server = serve(chunked_reply(b"abc"))
+    async with provider_for(server) as provider:
+        stream = provider.stream_bytes("GET", "x")
+        provider.url_policy = UrlPolicy()  # a policy narrowed before entry refuses the request
+        with pytest.raises(UrlPolicyError):
+            async with stream:
+                pass
+        assert server.requests == []
+        provider.url_policy = UrlPolicy.local(server.url)
+        stream = provider.stream_bytes("GET", "x")
+        async with stream as chunks:
+            assert [c async for c in chunks] == [b"abc"]
+            with pytest.raises(RuntimeError, match="entered once"):
+                await stream.__aenter__()
+        assert len(server.requests) == 1
+
+
 # -- URL policy, credentials and lifecycle -------------------------------------------------------
 
 

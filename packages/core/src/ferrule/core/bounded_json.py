@@ -18,6 +18,7 @@ args = bounded_json.decode(raw, type=WeatherArgs, limits=bounded_json.TOOL_ARGUM
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import types
 from collections.abc import Callable
@@ -554,12 +555,13 @@ class FastPathDecoder(Generic[T]):
             return []
         longest = max(map(len, datas))
         if not (
-            longest <= self._shallow
-            and longest <= self._sized
+            longest <= self._sized
             and (longest * 4 <= self._sized or "".join(datas).isascii())
+            and (longest <= self._shallow or self._few_openers(datas))
         ):
             return list(map(self.decode, datas))
-        # Each document is within every limit by its size alone, as `decode` proves it one by one.
+        # Each document is within every limit by its size alone (and within `max_depth` by its
+        # opening brackets), as `decode` proves it one by one.
         decoded: list[T | None] = []
         items = map(self._decoder.decode, datas)
         while True:
@@ -571,6 +573,13 @@ class FastPathDecoder(Generic[T]):
                 decoded.append(None)
             else:
                 return decoded
+
+    def _few_openers(self, datas: Sequence[str]) -> bool:
+        # The most `{` of any document plus the most `[` of any is at least any one document's
+        # count of both, which is at least its depth: one pass of each count in C, where `decode`
+        # counts each document in a call of its own.
+        braces = max(map(str.count, datas, itertools.repeat("{")))
+        return braces + max(map(str.count, datas, itertools.repeat("["))) <= self._depth
 
 
 class ProviderDecoder(Generic[T]):

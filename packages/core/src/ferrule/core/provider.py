@@ -18,7 +18,6 @@ import functools
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncGenerator
 from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -302,15 +301,14 @@ class Provider:
             await reader.aclose()
         return call.result(response, body)
 
-    @contextlib.asynccontextmanager
-    async def stream_sse(
+    def stream_sse(
         self,
         method: str,
         path: str,
         *,
         content: bytes | None = None,
         **options: Unpack[RequestOptions],
-    ) -> AsyncGenerator[AsyncIterator[SseEvent], None]:
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[SseEvent]]:
         """Open a streamed request and iterate its server-sent events as they arrive.
 
         Use as `async with provider.stream_sse("POST", "/x", content=body) as events:`; a non-2xx
@@ -322,42 +320,41 @@ class Provider:
         headers = options.get("headers")
         if headers is None or not any(k.lower() == "accept" for k in headers):
             options["headers"] = {**(headers or {}), "accept": "text/event-stream"}
-        call = self._prepare(method, path, content, options)
-        async with call.open() as reader:
-            parser = SseParser(self.limits.max_stream_line_bytes, self.limits.max_stream_event_bytes)
-            yield _SseIterator(reader, parser)
+        return _Streamed(functools.partial(self._prepare, method, path, content, options), self._sse_events)
 
-    @contextlib.asynccontextmanager
-    async def stream_lines(
+    def _sse_events(self, reader: _BodyReader) -> _SseIterator:
+        parser = SseParser(self.limits.max_stream_line_bytes, self.limits.max_stream_event_bytes)
+        return _SseIterator(reader, parser)
+
+    def stream_lines(
         self,
         method: str,
         path: str,
         *,
         content: bytes | None = None,
         **options: Unpack[RequestOptions],
-    ) -> AsyncGenerator[AsyncIterator[bytes], None]:
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """Like `stream_sse`, but iterate the body's non-empty lines (for NDJSON streams).
 
         Lines are split on LF, a trailing CR is removed, and each line is at most
         `limits.max_stream_line_bytes` long.
         """
-        call = self._prepare(method, path, content, options)
-        async with call.open() as reader:
-            yield _LineIterator(reader, self.limits.max_stream_line_bytes)
+        max_line = self.limits.max_stream_line_bytes
+        return _Streamed(
+            functools.partial(self._prepare, method, path, content, options),
+            lambda reader: _LineIterator(reader, max_line),
+        )
 
-    @contextlib.asynccontextmanager
-    async def stream_bytes(
+    def stream_bytes(
         self,
         method: str,
         path: str,
         *,
         content: bytes | None = None,
         **options: Unpack[RequestOptions],
-    ) -> AsyncGenerator[AsyncIterator[bytes], None]:
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """Like `stream_sse`, but iterate the decompressed body in chunks as they arrive (each ≤ 1 MiB)."""
-        call = self._prepare(method, path, content, options)
-        async with call.open() as reader:
-            yield _ChunkIterator(reader)
+        return _Streamed(functools.partial(self._prepare, method, path, content, options), _ChunkIterator)
 
     def call_options(self, call: ModelCall, model_name: str) -> RequestOptions:
         """The transport options of one model call: its deadline, and its own timeout and error-body capture.
@@ -685,16 +682,50 @@ class _Call:
             elapsed=current_time() - self.start,
         )
 
-    @contextlib.asynccontextmanager
-    async def open(self) -> AsyncGenerator[_BodyReader, None]:
-        """Send a streamed request, raise the mapped error for non-2xx, and yield its body reader."""
+    async def open(self) -> _BodyReader:
+        """Send a streamed request and give its body reader; for a non-2xx status, the mapped error
+        (the reader closed). The caller closes the reader it is given."""
         response = await self.send()
         reader = _BodyReader(self, response)
-        try:
-            if not 200 <= response.status_code < 300:
+        if not 200 <= response.status_code < 300:
+            try:
                 raise await self.error(response, reader)
-            yield reader
-        finally:
+            finally:
+                await reader.aclose()
+        return reader
+
+
+_StreamT = TypeVar("_StreamT")
+
+
+class _Streamed(contextlib.AbstractAsyncContextManager[_StreamT]):
+    """`async with` one streamed request: prepared and sent on entry, which gives what iterates
+    its body; the body reader closed on exit, however the block ends.
+
+    A class rather than a generator-based context manager: each streamed request would make
+    two async generators and their context managers for the same steps.
+    """
+
+    __slots__ = ("_iterate", "_prepare", "_reader")
+
+    def __init__(self, prepare: Callable[[], _Call], iterate: Callable[[_BodyReader], _StreamT]) -> None:
+        self._prepare = prepare
+        self._iterate = iterate
+        self._reader: _BodyReader | None = None
+
+    async def __aenter__(self) -> _StreamT:
+        if self._reader is not None:
+            raise RuntimeError("a streamed request is entered once; call stream_* again for another")
+        # Prepared on entry, as the generator-based version did: checks of the URL and the
+        # options raise from the `async with`.
+        self._reader = reader = await self._prepare().open()
+        return self._iterate(reader)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        reader = self._reader
+        if reader is not None:
             await reader.aclose()
 
 
