@@ -320,7 +320,7 @@ class Provider:
         headers = options.get("headers")
         if headers is None or not any(k.lower() == "accept" for k in headers):
             options["headers"] = {**(headers or {}), "accept": "text/event-stream"}
-        return _Streamed(functools.partial(self._prepare, method, path, content, options), self._sse_events)
+        return self._streamed(method, path, content, options, self._sse_events)
 
     def _sse_events(self, reader: _BodyReader) -> _SseIterator:
         parser = SseParser(self.limits.max_stream_line_bytes, self.limits.max_stream_event_bytes)
@@ -340,10 +340,7 @@ class Provider:
         `limits.max_stream_line_bytes` long.
         """
         max_line = self.limits.max_stream_line_bytes
-        return _Streamed(
-            functools.partial(self._prepare, method, path, content, options),
-            lambda reader: _LineIterator(reader, max_line),
-        )
+        return self._streamed(method, path, content, options, lambda reader: _LineIterator(reader, max_line))
 
     def stream_bytes(
         self,
@@ -354,7 +351,18 @@ class Provider:
         **options: Unpack[RequestOptions],
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """Like `stream_sse`, but iterate the decompressed body in chunks as they arrive (each ≤ 1 MiB)."""
-        return _Streamed(functools.partial(self._prepare, method, path, content, options), _ChunkIterator)
+        return self._streamed(method, path, content, options, _ChunkIterator)
+
+    def _streamed(
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        options: RequestOptions,
+        iterate: Callable[[_BodyReader], _StreamT],
+    ) -> _Streamed[_StreamT]:
+        """The `async with` of one streamed request whose body `iterate` reads (`stream_*`)."""
+        return _Streamed(functools.partial(self._prepare, method, path, content, options), iterate)
 
     def call_options(self, call: ModelCall, model_name: str) -> RequestOptions:
         """The transport options of one model call: its deadline, and its own timeout and error-body capture.
