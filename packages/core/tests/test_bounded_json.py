@@ -859,3 +859,23 @@ def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_
     deep = '{"text": "a", "o": [[[[[[[[[{}, {}, {}, {}, {}, {}, {}]]]]]]]]]}'
     assert decoder.decode_each([*long, deep]) == [*decoder.decode_each(long), decoder.decode(deep)]
     assert decoded_alone[:4] == [*long, deep]  # one by one: the bound does not prove them
+
+
+def test_fast_path_decoder_decode_each_decodes_only_the_documents_too_long_for_the_size_proof_alone() -> None:
+    # A Responses stream's first and last events repeat the whole response: longer than the size
+    # proof's bound, where its deltas are well within it. Only those go through `decode`.
+    decoded_alone: list[str] = []
+
+    class Counting(bj.FastPathDecoder[_Text]):
+        def decode(self, data: bj.JsonInput) -> _Text | None:
+            decoded_alone.append(cast("str", data))
+            return super().decode(data)
+
+    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    short = [f'{{"text": "{n}"}}' for n in range(4)]
+    over = '{"text": "' + "x" * 130 + '"}'  # over max_bytes: the full decoder's to refuse
+    datas = [over, *short[:2], over, over, *short[2:], over]
+    assert decoder.decode_each(datas) == [None, *map(_Text, "01"), None, None, *map(_Text, "23"), None]
+    assert decoded_alone == [over] * 4
+    decoded_alone.clear()
+    assert decoder.decode_each(datas) == [decoder.decode(data) for data in datas]

@@ -162,6 +162,14 @@ def test_request_id_is_bounded_and_printable() -> None:
     exact = "r" * MAX_REQUEST_ID_LENGTH
     assert request_id_from_headers({"x-request-id": exact}) == exact
     assert request_id_from_headers({"x-request-id": exact + "s"}) == exact
+    # Whatever is not printable ASCII, or is a space, goes: DEL, a tab, non-ASCII letters.
+    assert request_id_from_headers({"x-request-id": "a\x7fb\tc\u00e9d~!"}) == "abcd~!"
+    assert request_id_from_headers({"x-request-id": " \u00e9 "}) is None
+    # Cleaned from at most twice the bound, then cut to it.
+    assert (
+        request_id_from_headers({"x-request-id": " " * MAX_REQUEST_ID_LENGTH + "x" * 1000})
+        == "x" * MAX_REQUEST_ID_LENGTH
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gc
+
 from ferrule.core.messages import NativeToolReturnPart
 from ferrule.core.messages import TextPart
 from ferrule.core.messages import ThinkingPart
@@ -173,3 +175,15 @@ def test_texts_is_text_for_each_delta() -> None:
             assert many.text("w", key=key) == one.text("w", key=key)
             assert many.finish() == one.finish()
             assert many.parts == one.parts
+
+
+def test_a_read_of_deltas_adds_nothing_for_the_garbage_collector_to_track() -> None:
+    # A read of a long stream makes a few hundred delta events at once: were they tracked, their
+    # allocations alone would start collections in the middle of the stream.
+    b = ResponseBuilder()
+    out: list[ModelStreamEvent] = []
+    b.text("a")
+    b.texts([f"d{n}" for n in range(400)], out)
+    assert len(out) == 400
+    assert not any(map(gc.is_tracked, out))
+    assert not gc.is_tracked(PartDeltaEvent(0, TextPartDelta("x")))

@@ -554,6 +554,10 @@ class FastPathDecoder(Generic[T]):
         if not datas:
             return []
         longest = max(map(len, datas))
+        if longest > self._sized:
+            # A few documents too long to prove by their size (a Responses stream's first and last
+            # events repeat the whole response): each of those alone, the others still together.
+            return self._around_long(datas)
         if not (
             longest <= self._sized
             and (longest * 4 <= self._sized or "".join(datas).isascii())
@@ -573,6 +577,20 @@ class FastPathDecoder(Generic[T]):
                 decoded.append(None)
             else:
                 return decoded
+
+    def _around_long(self, datas: Sequence[str]) -> list[T | None]:
+        """`decode_each` of a read with documents over `_sized`: those by `decode`, the runs between
+        them by `decode_each` (the long ones found in C)."""
+        decoded: list[T | None] = []
+        start = 0
+        for index in itertools.compress(itertools.count(), map(self._sized.__lt__, map(len, datas))):
+            if start < index:
+                decoded += self.decode_each(datas[start:index])
+            decoded.append(self.decode(datas[index]))
+            start = index + 1
+        if start < len(datas):
+            decoded += self.decode_each(datas[start:])
+        return decoded
 
     def _few_openers(self, datas: Sequence[str]) -> bool:
         # The most `{` of any document plus the most `[` of any is at least any one document's

@@ -217,7 +217,11 @@ def request_id_from_headers(headers: Mapping[str, str]) -> str | None:
     for name in REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
-            cleaned = "".join(c for c in value[: MAX_REQUEST_ID_LENGTH * 2] if "!" <= c <= "~")
+            head = value[: MAX_REQUEST_ID_LENGTH * 2]
+            # Nearly always printable ASCII without spaces already: kept as it is, checked in C.
+            if head.isascii() and head.isprintable() and " " not in head:
+                return head[:MAX_REQUEST_ID_LENGTH]
+            cleaned = "".join(c for c in head if "!" <= c <= "~")
             if cleaned:
                 return cleaned[:MAX_REQUEST_ID_LENGTH]
     return None

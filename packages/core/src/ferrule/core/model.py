@@ -112,7 +112,9 @@ class PartStartEvent(msgspec.Struct, frozen=True, tag="part_start", tag_field="e
     """The part as first seen (may be partial)."""
 
 
-class PartDeltaEvent(msgspec.Struct, frozen=True, tag="part_delta", tag_field="event_kind"):
+# Not tracked by the garbage collector: a read of a long stream makes hundreds at once, and a frozen
+# event of a delta cannot be part of a reference cycle.
+class PartDeltaEvent(msgspec.Struct, frozen=True, gc=False, tag="part_delta", tag_field="event_kind"):
     """A response part grows."""
 
     index: int
