@@ -559,8 +559,7 @@ class FastPathDecoder(Generic[T]):
             # events repeat the whole response): each of those alone, the others still together.
             return self._around_long(datas)
         if not (
-            longest <= self._sized
-            and (longest * 4 <= self._sized or "".join(datas).isascii())
+            (longest * 4 <= self._sized or "".join(datas).isascii())
             and (longest <= self._shallow or self._few_openers(datas))
         ):
             return list(map(self.decode, datas))

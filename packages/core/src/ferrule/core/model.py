@@ -112,8 +112,8 @@ class PartStartEvent(msgspec.Struct, frozen=True, tag="part_start", tag_field="e
     """The part as first seen (may be partial)."""
 
 
-# Not tracked by the garbage collector: a read of a long stream makes hundreds at once, and a frozen
-# event of a delta cannot be part of a reference cycle.
+# Not tracked by the garbage collector: a read of a long stream makes hundreds at once. The event is
+# frozen, so only a tool-call delta's arguments dict, changed afterwards to hold it, could close a cycle.
 class PartDeltaEvent(msgspec.Struct, frozen=True, gc=False, tag="part_delta", tag_field="event_kind"):
     """A response part grows."""
 
