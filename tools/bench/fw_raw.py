@@ -152,25 +152,33 @@ class _Event(msgspec.Struct):
 
 
 _decode_chat = msgspec.json.Decoder(_Chat).decode
-_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_response = msgspec.json.Decoder(_Response).decode
-_decode_event = msgspec.json.Decoder(_Event).decode
+decode_event = msgspec.json.Decoder(_Event).decode
 
 _HEADERS = {"authorization": f"Bearer {API_KEY}", "content-type": "application/json"}
+
+
+def sse_payloads(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The `data:` payloads of the whole events in `buffer` (`[DONE]` left out), and what follows them."""
+    *events, rest = buffer.split(b"\n\n")
+    payloads: list[bytes] = []
+    for event in events:
+        start = event.find(b"data: ")
+        if start >= 0:
+            data = event[start + 6 :]
+            if data != b"[DONE]":
+                payloads.append(data)
+    return payloads, rest
 
 
 async def _sse_data(response: Any) -> AsyncIterator[bytes]:
     """The `data:` payloads of an event stream, one per event."""
     buffer = b""
     async for chunk in response.aiter_bytes():
-        buffer += chunk
-        *events, buffer = buffer.split(b"\n\n")
-        for event in events:
-            start = event.find(b"data: ")
-            if start >= 0:
-                data = event[start + 6 :]
-                if data != b"[DONE]":
-                    yield data
+        payloads, buffer = sse_payloads(buffer + chunk)
+        for data in payloads:
+            yield data
 
 
 class Bench:
@@ -207,7 +215,7 @@ class Bench:
         async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
             response.raise_for_status()
             async for data in _sse_data(response):
-                for choice in _decode_chunk(data).choices:
+                for choice in decode_chunk(data).choices:
                     delta = choice.delta
                     if delta.content:
                         pieces.append(delta.content)
@@ -241,7 +249,7 @@ class Bench:
             async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
                 response.raise_for_status()
                 async for data in _sse_data(response):
-                    event = _decode_event(data)
+                    event = decode_event(data)
                     if event.type == "response.output_text.delta" and event.delta is not None:
                         if on_delta is not None:
                             on_delta(event.delta)

@@ -456,3 +456,26 @@ def test_a_long_line_of_data_fields_is_parsed_in_linear_time() -> None:
     assert parse(line + b"\nx\n\n") == [SseEvent(data=line[6:].decode())]  # `x`: a field, ignored
     name = b"event: " * 50_000
     assert parse(name + b"\ndata: x\nmore\n\n") == [SseEvent(event=name[7:].decode(), data="x")]
+
+
+# Pieces of the two common shapes and of what must leave their fast path: a second data line, an
+# event line without data, a blank line too many, a field without its space, a comment.
+_PIECES = ["data: ", "event: ", "data:", "id: 1", ": c", "x", "é", "{}", "\n", "\n\n"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_a_read_of_whole_events_parses_as_its_lines_do(pieces: list[str]) -> None:
+    # Whole in one read, the events take the block path (one split, the line breaks counted);
+    # fed a byte at a time, the line parser. Both must find the same events.
+    stream = "".join(pieces).encode() + b"\n\n"
+    assert parse(stream) == parse(*(stream[i : i + 1] for i in range(len(stream))))
+
+
+def test_line_breaks_that_add_up_across_events_do_not_pass_for_the_common_shape() -> None:
+    # Two data lines in one named event and none in the next hold as many line breaks as two
+    # one-line events: the event without its data line is what gives it away.
+    stream = b"event: a\ndata: x\ndata: y\n\nevent: b\n\n"
+    assert parse(stream) == [SseEvent(event="a", data="x\ny")]
+    # A data event with a second line and one with an extra blank line before it, likewise.
+    assert parse(b"data: x\ndata: y\n\ndata: z\n\n") == [SseEvent(data="x\ny"), SseEvent(data="z")]
+    assert parse(b"data: x\n\n\ndata: z\n\n") == [SseEvent(data="x"), SseEvent(data="z")]

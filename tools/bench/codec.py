@@ -1,0 +1,128 @@
+"""A streamed body's decoding alone, in one process: `python -m tools.bench.codec`.
+
+Workloads 4a to 4d time a stream end to end, where the machine's load moves the figures by more than
+a change to the parser or a stream decoder makes. This times only what turns the body into
+deltas, on the mock server's own bodies (the 50- and 1,000-delta answers of Chat Completions and
+Responses), with nothing else running in the process: the raw floor's split and typed decode
+(`fw_raw`), against ferrule's `SseParser` and the OpenAI stream decoders (`feed_many`, then
+`finish`), with the parser's share on its own. Prints the best of `--reps` samples (of about 20 ms each) in µs per
+body, and the slope per event between the two lengths.
+
+To compare two commits, run it with each commit's packages first on `PYTHONPATH` (see
+`tools.bench.cpu`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+from ferrule.core.model import ModelStreamEvent
+from ferrule.core.sse import SseParser
+from ferrule.providers.openai.chat_codec import ChatStreamDecoder
+from ferrule.providers.openai.responses_codec import ResponsesStreamDecoder
+from tools.bench._common import MODEL
+from tools.bench._common import PROMPT
+from tools.bench.fw_raw import decode_chunk
+from tools.bench.fw_raw import decode_event
+from tools.bench.fw_raw import sse_payloads
+from tools.bench.mock_server import render
+
+DELTAS = (50, 1000)
+_REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": (
+        "chat/completions",
+        {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": PROMPT}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    ),
+    "responses": ("responses", {"model": MODEL, "input": PROMPT, "stream": True}),
+}
+
+
+def body(api: str, deltas: int) -> bytes:
+    """The mock server's streamed answer of `deltas` text deltas."""
+    path, request = _REQUESTS[api]
+    data, streamed = render(f"/d{deltas}/v1/{path}", request)
+    assert streamed
+    return data
+
+
+def raw_deltas(api: str, data: bytes) -> list[str]:
+    """The floor: the body split on blank lines, each payload decoded to its typed chunk."""
+    payloads, _ = sse_payloads(data)
+    deltas: list[str] = []
+    if api == "chat":
+        for payload in payloads:
+            for choice in decode_chunk(payload).choices:
+                if choice.delta.content:
+                    deltas.append(choice.delta.content)
+    else:
+        for payload in payloads:
+            event = decode_event(payload)
+            if event.type == "response.output_text.delta" and event.delta is not None:
+                deltas.append(event.delta)
+    return deltas
+
+
+def _parse(data: bytes) -> int:
+    return len(SseParser().feed(data))
+
+
+def ferrule_events(api: str, data: bytes) -> list[ModelStreamEvent]:
+    """ferrule: the body through `SseParser`, its events through the API's stream decoder."""
+    parser = SseParser()
+    decoder = (
+        ChatStreamDecoder(model_name=MODEL) if api == "chat" else ResponsesStreamDecoder(model_name=MODEL)
+    )
+    out: list[ModelStreamEvent] = []
+    decoder.feed_many(parser.feed(data), out)
+    decoder.feed_many(parser.close(), out)
+    out += decoder.finish()
+    return out
+
+
+def _best(fn: Callable[[], object], reps: int) -> float:
+    number = max(1, round(0.02 / max(1e-7, timeit.timeit(fn, number=1))))
+    return min(timeit.repeat(fn, number=number, repeat=reps)) / number * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--reps", type=int, default=15, help="samples per figure (default 15)")
+    args = parser.parse_args()
+    for api in _REQUESTS:
+        times: dict[int, tuple[float, float, float, int]] = {}
+        for deltas in DELTAS:
+            data = body(api, deltas)
+            seen = len(raw_deltas(api, data))
+            if seen != deltas:
+                raise SystemExit(f"{api}: the floor saw {seen} deltas, not {deltas}")
+            events = _parse(data)
+            raw = _best(functools.partial(raw_deltas, api, data), args.reps)
+            sse = _best(functools.partial(_parse, data), args.reps)
+            whole = _best(functools.partial(ferrule_events, api, data), args.reps)
+            times[deltas] = (raw, sse, whole, events)
+            print(
+                f"{api:9s} {deltas:5d} deltas ({events} events, {len(data):,} bytes): raw {raw:8.1f} µs, "
+                f"ferrule {whole:8.1f} µs ({whole / raw:.2f}x), of which SseParser {sse:7.1f} µs",
+                flush=True,
+            )
+        short, long = (times[n] for n in DELTAS)
+        count = long[3] - short[3]
+        raw_slope, sse_slope, whole_slope = ((long[i] - short[i]) / count * 1e3 for i in range(3))
+        print(
+            f"{api:9s} per event: raw {raw_slope:.0f} ns, ferrule {whole_slope:.0f} ns "
+            f"({whole_slope / raw_slope:.2f}x), of which SseParser {sse_slope:.0f} ns",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
