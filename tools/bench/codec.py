@@ -1,16 +1,16 @@
 """A streamed body's decoding alone, in one process: `python -m tools.bench.codec`.
 
-Workloads 4a to 4d time a stream end to end, where the machine's load moves the figures by more than
-a change to the parser or a stream decoder makes. This times only what turns the body into
+Workloads 4a to 4d time a stream end to end, where the machine's load moves the figures by more
+than a change to the parser or a stream decoder makes. This times only what turns the body into
 deltas, on the mock server's own bodies (the 50- and 1,000-delta answers of Chat Completions and
 Responses), with nothing else running in the process: the raw floor's split and typed decode
-(`fw_raw`), against ferrule's `SseParser` and the OpenAI stream decoders (`feed_many`, then
-`finish`), with the parser's share on its own. Prints the best of `--reps` samples (of about 20 ms each) in µs per
-body, and the slope per event between the two lengths.
+(`fw_raw`'s own, as its runner reads a stream), against ferrule's `SseParser` and the OpenAI
+stream decoders (`feed_many`, then `finish`), with the parser's share on its own. Prints the best
+of `--reps` samples (of about 20 ms each) in µs per body, and the slope per event between the two
+lengths.
 
 To compare two commits, run it with each commit's packages first on `PYTHONPATH` (see
-`tools.bench.cpu`).
-"""
+`tools.bench.cpu`)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from ferrule.providers.openai.chat_codec import ChatStreamDecoder
 from ferrule.providers.openai.responses_codec import ResponsesStreamDecoder
 from tools.bench._common import MODEL
 from tools.bench._common import PROMPT
-from tools.bench.fw_raw import decode_chunk
-from tools.bench.fw_raw import decode_event
+from tools.bench.fw_raw import ChatStream
+from tools.bench.fw_raw import ResponsesStream
 from tools.bench.fw_raw import sse_payloads
 from tools.bench.mock_server import render
 
@@ -55,19 +55,10 @@ def body(api: str, deltas: int) -> bytes:
 
 
 def raw_deltas(api: str, data: bytes) -> list[str]:
-    """The floor: the body split on blank lines, each payload decoded to its typed chunk."""
+    """The floor: the body split on blank lines, its payloads read as its runner reads a stream."""
     payloads, _ = sse_payloads(data)
     deltas: list[str] = []
-    if api == "chat":
-        for payload in payloads:
-            for choice in decode_chunk(payload).choices:
-                if choice.delta.content:
-                    deltas.append(choice.delta.content)
-    else:
-        for payload in payloads:
-            event = decode_event(payload)
-            if event.type == "response.output_text.delta" and event.delta is not None:
-                deltas.append(event.delta)
+    (ChatStream if api == "chat" else ResponsesStream)(deltas.append).feed(payloads)
     return deltas
 
 

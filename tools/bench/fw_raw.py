@@ -152,9 +152,9 @@ class _Event(msgspec.Struct):
 
 
 _decode_chat = msgspec.json.Decoder(_Chat).decode
-decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_response = msgspec.json.Decoder(_Response).decode
-decode_event = msgspec.json.Decoder(_Event).decode
+_decode_event = msgspec.json.Decoder(_Event).decode
 
 _HEADERS = {"authorization": f"Bearer {API_KEY}", "content-type": "application/json"}
 
@@ -172,13 +172,61 @@ def sse_payloads(buffer: bytes) -> tuple[list[bytes], bytes]:
     return payloads, rest
 
 
-async def _sse_data(response: Any) -> AsyncIterator[bytes]:
-    """The `data:` payloads of an event stream, one per event."""
+async def _sse_reads(response: Any) -> AsyncIterator[list[bytes]]:
+    """The `data:` payloads of an event stream, a network read's at a time."""
     buffer = b""
     async for chunk in response.aiter_bytes():
         payloads, buffer = sse_payloads(buffer + chunk)
+        if payloads:
+            yield payloads
+
+
+class ChatStream:
+    """One streamed Chat Completions answer as the floor reads it: text pieces and tool calls."""
+
+    def __init__(self, on_delta: Callable[[str], None] | None) -> None:
+        self.pieces: list[str] = []
+        self.partial: dict[int, list[str]] = {}
+        self.on_delta = on_delta
+
+    def feed(self, payloads: list[bytes]) -> None:
+        """Take the payloads of one read."""
+        pieces, partial, on_delta = self.pieces, self.partial, self.on_delta
         for data in payloads:
-            yield data
+            for choice in _decode_chunk(data).choices:
+                delta = choice.delta
+                if delta.content:
+                    pieces.append(delta.content)
+                    if on_delta is not None:
+                        on_delta(delta.content)
+                for call in delta.tool_calls or ():
+                    slot = partial.setdefault(call.index, ["", "", ""])
+                    if call.id:
+                        slot[0] = call.id
+                    if call.function is not None:
+                        if call.function.name:
+                            slot[1] += call.function.name
+                        if call.function.arguments:
+                            slot[2] += call.function.arguments
+
+
+class ResponsesStream:
+    """One streamed Responses answer as the floor reads it: its finished output items."""
+
+    def __init__(self, on_delta: Callable[[str], None] | None) -> None:
+        self.output: list[_Item] = []
+        self.on_delta = on_delta
+
+    def feed(self, payloads: list[bytes]) -> None:
+        """Take the payloads of one read."""
+        output, on_delta = self.output, self.on_delta
+        for data in payloads:
+            event = _decode_event(data)
+            if event.type == "response.output_text.delta" and event.delta is not None:
+                if on_delta is not None:
+                    on_delta(event.delta)
+            elif event.type == "response.output_item.done" and event.item is not None:
+                output.append(event.item)
 
 
 class Bench:
@@ -210,28 +258,13 @@ class Bench:
             return message.content, calls
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        pieces: list[str] = []
-        partial: dict[int, list[str]] = {}
+        answer = ChatStream(on_delta)
         async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
             response.raise_for_status()
-            async for data in _sse_data(response):
-                for choice in decode_chunk(data).choices:
-                    delta = choice.delta
-                    if delta.content:
-                        pieces.append(delta.content)
-                        if on_delta is not None:
-                            on_delta(delta.content)
-                    for call in delta.tool_calls or ():
-                        slot = partial.setdefault(call.index, ["", "", ""])
-                        if call.id:
-                            slot[0] = call.id
-                        if call.function is not None:
-                            if call.function.name:
-                                slot[1] += call.function.name
-                            if call.function.arguments:
-                                slot[2] += call.function.arguments
-        calls = [(s[0], s[1], s[2]) for _, s in sorted(partial.items())]
-        return ("".join(pieces) if pieces else None), calls
+            async for payloads in _sse_reads(response):
+                answer.feed(payloads)
+        calls = [(s[0], s[1], s[2]) for _, s in sorted(answer.partial.items())]
+        return ("".join(answer.pieces) if answer.pieces else None), calls
 
     async def _responses(
         self, url: str, items: list[Any], tools: bool, stream: bool, on_delta: Callable[[str], None] | None
@@ -246,15 +279,12 @@ class Bench:
             output = _decode_response(response.content).output
         else:
             body["stream"] = True
+            answer = ResponsesStream(on_delta)
             async with self.client.stream("POST", url, content=_encode(body), headers=_HEADERS) as response:
                 response.raise_for_status()
-                async for data in _sse_data(response):
-                    event = decode_event(data)
-                    if event.type == "response.output_text.delta" and event.delta is not None:
-                        if on_delta is not None:
-                            on_delta(event.delta)
-                    elif event.type == "response.output_item.done" and event.item is not None:
-                        output.append(event.item)
+                async for payloads in _sse_reads(response):
+                    answer.feed(payloads)
+            output = answer.output
         text: list[str] = []
         calls: list[tuple[str, str, str]] = []
         for item in output:
