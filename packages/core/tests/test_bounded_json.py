@@ -861,6 +861,30 @@ def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_
     assert decoded_alone[:4] == [*long, deep]  # one by one: the bound does not prove them
 
 
+def test_fast_path_decoder_decode_each_counts_the_openers_of_the_long_documents_only() -> None:
+    # A read of short deltas with one long event (a Chat stream's usage chunk): the short ones are
+    # within `max_depth` by their size, however many brackets they hold, so only the long one's
+    # are counted, and the read is still decoded at once.
+    decoded_alone: list[str] = []
+
+    class Counting(bj.FastPathDecoder[_Text]):
+        def decode(self, data: bj.JsonInput) -> _Text | None:
+            decoded_alone.append(cast("str", data))
+            return super().decode(data)
+
+    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    short = '{"o": ' + "[" * 12 + "1" + "]" * 12 + "}"  # 32 characters, 12 `[`
+    long = '{"text": "' + "x" * 40 + '", "o": {"a": {"b": {"c": {}}}}}'  # 5 `{`, no `[`
+    assert len(short) == 32 < len(long)
+    datas = [short, short, long]
+    assert decoder.decode_each(datas) == [None, None, _Text("x" * 40)]
+    assert decoded_alone == []
+    # A long document with as many openers as the short ones' would be over the bound: one by one.
+    deep = '{"text": "a", "o": ' + "[" * 12 + "{}" + "]" * 12 + ', "p": {"q": {"r": {}}}}'
+    assert decoder.decode_each([short, deep]) == [decoder.decode(short), decoder.decode(deep)]
+    assert decoded_alone[:2] == [short, deep]
+
+
 def test_fast_path_decoder_decode_each_decodes_only_the_documents_too_long_for_the_size_proof_alone() -> None:
     # A Responses stream's first and last events repeat the whole response: longer than the size
     # proof's bound, where its deltas are well within it. Only those go through `decode`.

@@ -382,3 +382,34 @@ def test_a_read_of_text_deltas_is_decoded_at_once(api: str, monkeypatch: pytest.
     assert [e.delta for e in out if isinstance(e, PartDeltaEvent)] == [
         TextPartDelta(f"t{i} ") for i in range(40)
     ]
+
+
+def test_a_long_read_of_chat_text_is_decoded_in_growing_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 64 chunks are tried at once at first (what a stream that turns out not to fit can waste);
+    # each window that fitted whole doubles the next, up to 1,024, and one that did not starts
+    # again from 64.
+    batches = _Batches(chat_codec._TEXT_CHUNK)
+    monkeypatch.setattr(chat_codec, "_TEXT_CHUNK", batches)
+    call = _sse(
+        {
+            "id": "c1",
+            "model": "m",
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "k", "function": {"name": "f"}}]}}
+            ],
+        }
+    )
+    first = [_chat_chunk(f"t{i} ") for i in range(1 + 64 + 128 + 256 + 512 + 1024 + 1024 + 50)]
+    first += [call, *[_chat_chunk(f"u{i} ") for i in range(100)]]
+    second = [_chat_chunk(f"v{i} ") for i in range(100)]
+    decoder = chat_codec.ChatStreamDecoder()
+    out: list[ModelStreamEvent] = []
+    decoder.feed_many(first, out)
+    assert batches.lists == [64, 128, 256, 512, 1024, 1024, 151]
+    decoder.feed_many(second, out)
+    assert batches.lists[7:] == [64, 36]
+    expected: list[ModelStreamEvent] = []
+    one = chat_codec.ChatStreamDecoder()
+    for event in [*first, *second]:
+        expected += one.feed(event)
+    assert out == expected

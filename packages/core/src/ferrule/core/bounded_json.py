@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 import types
 from collections.abc import Callable
@@ -553,14 +554,18 @@ class FastPathDecoder(Generic[T]):
         """
         if not datas:
             return []
-        longest = max(map(len, datas))
+        return self._decode_each(datas, list(map(len, datas)))
+
+    def _decode_each(self, datas: Sequence[str], lengths: list[int]) -> list[T | None]:
+        """`decode_each` of `datas`, whose `lengths` are known (measured once for a whole read)."""
+        longest = max(lengths)
         if longest > self._sized:
             # A few documents too long to prove by their size (a Responses stream's first and last
             # events repeat the whole response): each of those alone, the others still together.
-            return self._around_long(datas)
+            return self._around_long(datas, lengths)
         if not (
             (longest * 4 <= self._sized or "".join(datas).isascii())
-            and (longest <= self._shallow or self._few_openers(datas))
+            and (longest <= self._shallow or self._few_openers(datas, lengths))
         ):
             return list(map(self.decode, datas))
         # Each document is within every limit by its size alone (and within `max_depth` by its
@@ -577,26 +582,31 @@ class FastPathDecoder(Generic[T]):
             else:
                 return decoded
 
-    def _around_long(self, datas: Sequence[str]) -> list[T | None]:
+    def _around_long(self, datas: Sequence[str], lengths: list[int]) -> list[T | None]:
         """`decode_each` of a read with documents over `_sized`: those by `decode`, the runs between
-        them by `decode_each` (the long ones found in C)."""
+        them together (the long ones found in C, from the lengths already measured)."""
         decoded: list[T | None] = []
         start = 0
-        for index in itertools.compress(itertools.count(), map(self._sized.__lt__, map(len, datas))):
+        for index in itertools.compress(
+            itertools.count(), map(operator.lt, itertools.repeat(self._sized), lengths)
+        ):
             if start < index:
-                decoded += self.decode_each(datas[start:index])
+                decoded += self._decode_each(datas[start:index], lengths[start:index])
             decoded.append(self.decode(datas[index]))
             start = index + 1
         if start < len(datas):
-            decoded += self.decode_each(datas[start:])
+            decoded += self._decode_each(datas[start:], lengths[start:])
         return decoded
 
-    def _few_openers(self, datas: Sequence[str]) -> bool:
-        # The most `{` of any document plus the most `[` of any is at least any one document's
-        # count of both, which is at least its depth: one pass of each count in C, where `decode`
-        # counts each document in a call of its own.
-        braces = max(map(str.count, datas, itertools.repeat("{")))
-        return braces + max(map(str.count, datas, itertools.repeat("["))) <= self._depth
+    def _few_openers(self, datas: Sequence[str], lengths: list[int]) -> bool:
+        # Only the documents longer than `_shallow` can be deeper than `max_depth` (a read's
+        # deltas are short; its last event, with the usage, often is not): counting every
+        # document's brackets cost more than decoding them. The most `{` of any of those plus the
+        # most `[` of any is at least any one's count of both, which is at least its depth: one
+        # pass of each count in C, where `decode` counts each document in a call of its own.
+        long = list(itertools.compress(datas, map(operator.lt, itertools.repeat(self._shallow), lengths)))
+        braces = max(map(str.count, long, itertools.repeat("{")), default=0)
+        return braces + max(map(str.count, long, itertools.repeat("[")), default=0) <= self._depth
 
 
 class ProviderDecoder(Generic[T]):

@@ -1030,8 +1030,10 @@ _TEXT_CHUNK: Final = bounded_json.FastPathDecoder(_TextChunk, bounded_json.STREA
 # Chunks that did not fit before a stream stops trying the fast path (a stream of tool calls or
 # reasoning, where nearly none fits).
 _FAST_MISSES: Final = 8
-# At most this many chunks are decoded in one call, tried before knowing they fit.
+# The chunks decoded in one call, tried before knowing they fit: this many at first, twice as many
+# after each window that fitted whole (up to `_MAX_WINDOW`), back to this after one that did not.
 _WINDOW: Final = 64
+_MAX_WINDOW: Final = 1024
 
 
 class ChatStreamDecoder:
@@ -1073,6 +1075,7 @@ class ChatStreamDecoder:
         # up the stream's IDs) until `[DONE]` or `_FAST_MISSES` chunks that did not fit; once
         # more from the next text-only chunk after that.
         self._fast = False
+        self._window = _WINDOW
         self._misses = 0
         self._rearmed = False
 
@@ -1152,14 +1155,19 @@ class ChatStreamDecoder:
                 start += 1
                 continue
             # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
-            # stream that turns out not to fit (tool calls) wastes at most a window's decodes.
-            end = min(count, start + _WINDOW)
+            # stream that turns out not to fit (tool calls) wastes at most a window's decodes,
+            # and a long read of text (a fast server's) is taken in few windows.
+            window = self._window
+            end = min(count, start + window)
             for run, misfit in fast_runs(_TEXT_CHUNK, events[start:end]):
                 if run:
                     self._text_chunks(run, out)
                 start += len(run)
                 if misfit is None:
+                    if len(run) == window:
+                        self._window = min(2 * window, _MAX_WINDOW)
                     break
+                self._window = _WINDOW
                 out += self._missed(misfit.data)  # what `feed` does with a chunk that did not fit
                 start += 1
                 if not self._fast:
