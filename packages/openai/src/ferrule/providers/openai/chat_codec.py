@@ -1156,7 +1156,9 @@ class ChatStreamDecoder:
                 continue
             # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
             # stream that turns out not to fit (tool calls) wastes at most a window's decodes,
-            # and a long read of text (a fast server's) is taken in few windows.
+            # never more than 64 beyond the text chunks it already took (a window only doubles
+            # after the windows before it fitted), and a long read of text (a fast server's) is
+            # taken in few windows.
             window = self._window
             end = min(count, start + window)
             for run, misfit in fast_runs(_TEXT_CHUNK, events[start:end]):
