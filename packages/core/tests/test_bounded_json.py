@@ -844,7 +844,8 @@ def test_fast_path_decoder_decode_each_is_decode_of_each() -> None:
         assert decoder.decode_each(datas) == [decoder.decode(data) for data in datas], datas
 
 
-def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_openers_are_few() -> None:
+def _counting_decoder() -> tuple[bj.FastPathDecoder[_Text], list[str]]:
+    """A fast-path decoder (`max_depth=16`, `max_bytes=120`) and the documents it decoded one by one."""
     decoded_alone: list[str] = []
 
     class Counting(bj.FastPathDecoder[_Text]):
@@ -852,7 +853,11 @@ def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_
             decoded_alone.append(cast("str", data))
             return super().decode(data)
 
-    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    return Counting(_Text, limits(max_depth=16, max_bytes=120)), decoded_alone
+
+
+def test_fast_path_decoder_decode_each_proves_long_documents_at_once_when_their_openers_are_few() -> None:
+    decoder, decoded_alone = _counting_decoder()
     long = ['{"text": "' + "x" * 40 + f'", "o": [{n}]}}' for n in range(3)]
     assert [text.text for text in cast("list[_Text]", decoder.decode_each(long))] == ["x" * 40] * 3
     assert decoded_alone == []
@@ -865,14 +870,7 @@ def test_fast_path_decoder_decode_each_counts_the_openers_of_the_long_documents_
     # A read of short deltas with one long event (a Chat stream's usage chunk): the short ones are
     # within `max_depth` by their size, however many brackets they hold, so only the long one's
     # are counted, and the read is still decoded at once.
-    decoded_alone: list[str] = []
-
-    class Counting(bj.FastPathDecoder[_Text]):
-        def decode(self, data: bj.JsonInput) -> _Text | None:
-            decoded_alone.append(cast("str", data))
-            return super().decode(data)
-
-    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    decoder, decoded_alone = _counting_decoder()
     short = '{"o": ' + "[" * 12 + "1" + "]" * 12 + "}"  # 32 characters, 12 `[`
     long = '{"text": "' + "x" * 40 + '", "o": {"a": {"b": {"c": {}}}}}'  # 5 `{`, no `[`
     assert len(short) == 32 < len(long)
@@ -888,14 +886,7 @@ def test_fast_path_decoder_decode_each_counts_the_openers_of_the_long_documents_
 def test_fast_path_decoder_decode_each_decodes_only_the_documents_too_long_for_the_size_proof_alone() -> None:
     # A Responses stream's first and last events repeat the whole response: longer than the size
     # proof's bound, where its deltas are well within it. Only those go through `decode`.
-    decoded_alone: list[str] = []
-
-    class Counting(bj.FastPathDecoder[_Text]):
-        def decode(self, data: bj.JsonInput) -> _Text | None:
-            decoded_alone.append(cast("str", data))
-            return super().decode(data)
-
-    decoder = Counting(_Text, limits(max_depth=16, max_bytes=120))
+    decoder, decoded_alone = _counting_decoder()
     short = [f'{{"text": "{n}"}}' for n in range(4)]
     over = '{"text": "' + "x" * 130 + '"}'  # over max_bytes: the full decoder's to refuse
     datas = [over, *short[:2], over, over, *short[2:], over]

@@ -38,11 +38,12 @@ class Handoff:
     next ones from a list it already holds.
     """
 
-    __slots__ = ("_data", "_space", "closed", "items")
+    __slots__ = ("_data", "_loop", "_space", "closed", "items")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
         self.closed = False
+        self._loop = _asyncio_loop()  # made in the run's loop: asked once, not at every wait
         self._data: _Signal | None = None  # the consumer is waiting for events
         self._space: _Signal | None = None  # the run is waiting for the consumer
 
@@ -69,7 +70,7 @@ class Handoff:
 
     async def wait(self) -> None:
         """Wait until the consumer has taken the events waiting."""
-        space = self._space = _signal()
+        space = self._space = _signal(self._loop)
         await space.wait()
 
     async def take(self) -> list[Any]:
@@ -77,7 +78,7 @@ class Handoff:
         while not self.items:
             if self.closed:
                 return []
-            data = self._data = _signal()
+            data = self._data = _signal(self._loop)
             await data.wait()
         items = self.items
         self.items = []
@@ -123,9 +124,8 @@ class _Wakeup:
         await self._future
 
 
-def _signal() -> _Signal:
-    """A fresh `_Signal`: on asyncio a future of the running loop, anywhere else (trio) an `anyio.Event`."""
-    loop = _asyncio_loop()
+def _signal(loop: Any) -> _Signal:
+    """A fresh `_Signal`: on asyncio (`loop`) a future of the loop, anywhere else (trio) an `anyio.Event`."""
     if loop is not None:
         return _Wakeup(loop.create_future())
     return anyio.Event()

@@ -1154,11 +1154,9 @@ class ChatStreamDecoder:
                 out += self.feed(events[start])  # the first chunk, or chunks that rarely fit
                 start += 1
                 continue
-            # Decoded as `feed` decodes each on the fast path, a window of the read at once: a
-            # stream that turns out not to fit (tool calls) wastes at most a window's decodes,
-            # never more than 64 beyond the text chunks it already took (a window only doubles
-            # after the windows before it fitted), and a long read of text (a fast server's) is
-            # taken in few windows.
+            # Decoded as `feed` decodes each on the fast path, a window of the read at once
+            # (`_WINDOW`): a stream that turns out not to fit (tool calls) wastes at most a
+            # window's decodes, never more than 64 beyond the text chunks it already took.
             window = self._window
             end = min(count, start + window)
             for run, misfit in fast_runs(_TEXT_CHUNK, events[start:end]):
