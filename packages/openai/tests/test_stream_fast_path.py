@@ -57,7 +57,7 @@ def _api(it: Interaction) -> str | None:
 STREAMS = [it for it in iter_interactions(*OPENAI_FOLDERS) if it.is_stream and _api(it) is not None]
 
 
-_FAST = {"chat": "_TEXT_CHUNK", "responses": "_TEXT_DELTA"}
+_FAST = {"chat": "_TEXT_CHUNK", "responses": "_FAST_EVENT"}
 
 
 def _decode(
@@ -413,3 +413,129 @@ def test_a_long_read_of_chat_text_is_decoded_in_growing_windows(monkeypatch: pyt
     for event in [*first, *second]:
         expected += one.feed(event)
     assert out == expected
+
+
+class _FullDecodes:
+    """`responses_codec._EVENT` counting the events it decodes (those the full path takes)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.kinds: list[str] = []
+
+    def decode(self, data: str, **names: Any) -> Any:
+        decoded = self.inner.decode(data, **names)
+        self.kinds.append(decoded.type)
+        return decoded
+
+
+def _inert(kind: str) -> dict[str, Any]:
+    """An event of `kind` carrying every field some event kind is read for."""
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "x"}],
+    }
+    return {
+        "type": kind,
+        "sequence_number": 1,
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "summary_index": 0,
+        "delta": "x",
+        "text": "x",
+        "arguments": "{}",
+        "item": item,
+        "part": {"type": "output_text", "text": "x"},
+        "annotation": {"type": "url_citation", "url": "https://example.com"},
+        "response": {"id": "resp_1", "status": "in_progress", "output": [item]},
+    }
+
+
+@pytest.mark.parametrize("kind", responses_codec._INERT_KINDS)
+def test_the_kinds_the_fast_path_drops_are_those_the_full_path_ignores(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Dropped unread on the fast path, so the full path must make nothing of them either: no
+    # event, and nothing the rest of the stream depends on (a final output item that was not
+    # announced is left out once any item was).
+    other = {"type": "message", "id": "msg_2", "content": [{"type": "output_text", "text": "y"}]}
+    done = {"type": "response.completed", "response": {"status": "completed", "output": [other]}}
+    body = b"".join(f"data: {msgspec.json.encode(e).decode()}\n\n".encode() for e in (_inert(kind), done))
+    started = datetime.now(UTC)
+    fast_events, fast_error, _ = _decode("responses", body, monkeypatch, fast=True)
+    full_events, full_error, _ = _decode("responses", body, monkeypatch, fast=False)
+    assert (fast_error, full_error) == (None, None)
+    assert comparable(fast_events, started) == comparable(full_events, started)
+    decoder = responses_codec.ResponsesStreamDecoder()
+    assert decoder._full(msgspec.json.encode(_inert(kind)).decode()) == []
+
+
+def test_a_read_s_inert_events_are_dropped_without_the_full_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    full = _FullDecodes(responses_codec._EVENT)
+    monkeypatch.setattr(responses_codec, "_EVENT", full)
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "id": "msg_1"},
+    }
+    done: dict[str, Any] = {"type": "response.completed", "response": {"status": "completed", "output": []}}
+    events = [
+        _sse(_inert("response.created")),
+        _sse(_inert("response.in_progress")),
+        _sse(added),
+        _sse(_inert("response.content_part.added")),
+        *[_responses_delta(f"t{i} ") for i in range(20)],
+        _sse(_inert("response.output_text.done")),
+        _sse(_inert("response.content_part.done")),
+        _sse(done),
+    ]
+    started = datetime.now(UTC)
+    one = responses_codec.ResponsesStreamDecoder()
+    expected: list[ModelStreamEvent] = []
+    for event in events:
+        expected += one.feed(event)
+    expected += one.finish()
+    assert full.kinds == ["response.output_item.added", "response.completed"]
+    batched = responses_codec.ResponsesStreamDecoder()
+    out: list[ModelStreamEvent] = []
+    batched.feed_many(events, out)
+    out += batched.finish()
+    assert full.kinds[2:] == ["response.output_item.added", "response.completed"]
+    assert comparable(out, started) == comparable(expected, started)
+    # And what the full path gives for every one of them.
+    monkeypatch.setattr(responses_codec, "_FAST_EVENT", Counted(None))
+    slow = responses_codec.ResponsesStreamDecoder()
+    unfast: list[ModelStreamEvent] = []
+    for event in events:
+        unfast += slow.feed(event)
+    unfast += slow.finish()
+    assert comparable(unfast, started) == comparable(expected, started)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "response",
+    [5, "resp_1", [1], {"output": _nested(200)}],
+    ids=["a number", "a string", "a list", "nested past max_depth"],
+)
+def test_an_inert_event_the_full_path_refuses_is_refused_as_there(
+    response: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    event = _sse({"type": "response.created", "response": response})
+    with pytest.raises(ProviderError) as fast:
+        responses_codec.ResponsesStreamDecoder().feed(event)
+    with pytest.raises(ProviderError) as batched:
+        responses_codec.ResponsesStreamDecoder().feed_many([event, *[_responses_delta("t")] * 20], [])
+    monkeypatch.setattr(responses_codec, "_FAST_EVENT", Counted(None))
+    with pytest.raises(ProviderError) as full:
+        responses_codec.ResponsesStreamDecoder().feed(event)
+    assert (type(fast.value), str(fast.value)) == (type(full.value), str(full.value))
+    assert (type(batched.value), str(batched.value)) == (type(full.value), str(full.value))

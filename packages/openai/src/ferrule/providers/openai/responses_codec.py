@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
+import operator
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
@@ -27,8 +29,8 @@ from collections.abc import Sequence
 from typing import Annotated
 from typing import Any
 from typing import Final
-from typing import Literal
 from typing import assert_never
+from typing import cast
 
 import msgspec
 
@@ -37,7 +39,6 @@ from ferrule.core.codec import MIN_BATCH
 from ferrule.core.codec import WireCache
 from ferrule.core.codec import WireRequest
 from ferrule.core.codec import decode_stream as _decode_sse
-from ferrule.core.codec import fast_runs
 from ferrule.core.codec_parts import UNTRANSCRIBED_SPEECH
 from ferrule.core.codec_parts import never_sent
 from ferrule.core.errors import ErrorCategory
@@ -979,19 +980,83 @@ class _Event(msgspec.Struct):
 _EVENT: Final = bounded_json.ProviderDecoder(_Event, bounded_json.STREAM_EVENT, "a Responses stream event")
 
 
-# The fast path for a stream's common event: a text delta of an output item with an ID. It has
-# every field of `_Event` the full path reads for one, and `response` (the one field the full
-# decoder types), so an event that does not fit takes the full path, which decodes it as before.
-# Not tracked by the garbage collector: a decoded document holds no reference cycles.
-class _TextDeltaEvent(msgspec.Struct, gc=False):
-    type: Literal["response.output_text.delta"]
+# The fast path decodes every event into one of the narrow shapes below, tagged by `type`, when it
+# fits one: a text delta (the stream's common event), an event the full path would ignore
+# (`_Inert`), or the mark of an event that needs the full path (`_Full`, whose fields are skipped).
+# An event of another kind, or one that does not fit its shape, takes the full path as well, which
+# decodes it and reports what is wrong with it. Not tracked by the garbage collector: a decoded
+# document holds no reference cycles.
+class _FastEvent(msgspec.Struct, gc=False, tag_field="type"):
+    """Base of the fast path's event shapes."""
+
+
+class _Skipped(msgspec.Struct, gc=False):
+    """A JSON object the fast path does not read: its fields are skipped, but still parsed."""
+
+
+class _TextDeltaEvent(_FastEvent, tag="response.output_text.delta"):
+    """A text delta of an output item with an ID: every field of `_Event` the full path reads for
+    one, and `response` (the one field the full decoder types), which a delta never carries."""
+
     delta: str
     item_id: Annotated[str, msgspec.Meta(min_length=1)]
     content_index: int = 0
     response: None = None
 
 
-_TEXT_DELTA: Final = bounded_json.FastPathDecoder(_TextDeltaEvent, bounded_json.STREAM_EVENT)
+class _Inert(_FastEvent):
+    """An event the full path decodes only to ignore (see `_event`): its `response`, the one field
+    the full decoder types, must be an object or `null` there, so it must be one here."""
+
+    response: _Skipped | None = None
+
+
+class _Full(_FastEvent):
+    """The mark of an event the full path decodes (telling it apart costs less than a misfit)."""
+
+
+_INERT_KINDS: Final = (
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.done",
+    "response.function_call_arguments.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_text.done",
+    "response.refusal.done",
+    "response.code_interpreter_call_code.delta",
+    "response.code_interpreter_call_code.done",
+)
+"""The kinds `_event` ignores that streams send most (a stream's first two events repeat the
+response): the fast path checks them as the full path does and drops them."""
+
+_FULL_KINDS: Final = (
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.completed",
+    "response.incomplete",
+    "response.function_call_arguments.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+)
+"""The kinds the full path decodes that streams send most."""
+
+
+def _fast_shapes() -> type[_FastEvent]:
+    """The union of every shape the fast path decodes (one class per tagged kind)."""
+    union: Any = _TextDeltaEvent
+    for base, kinds in ((_Inert, _INERT_KINDS), (_Full, _FULL_KINDS)):
+        for kind in kinds:
+            union = union | msgspec.defstruct(f"_{kind}", (), bases=(base,), tag=kind, module=__name__)
+    return cast("type[_FastEvent]", union)
+
+
+_FAST_EVENT: Final = bounded_json.FastPathDecoder(_fast_shapes(), bounded_json.STREAM_EVENT)
+_data = operator.attrgetter("data")
 
 
 class ResponsesStreamDecoder:
@@ -1042,9 +1107,11 @@ class ResponsesStreamDecoder:
                 provider_name=self.provider_name,
                 model_name=self.model_name,
             )
-        fast = _TEXT_DELTA.decode(data)
-        if fast is not None:  # typed values: no shape error to convert
+        fast = _FAST_EVENT.decode(data)
+        if type(fast) is _TextDeltaEvent:  # typed values: no shape error to convert
             return self._text(fast.delta, fast.item_id, fast.content_index) if fast.delta else []
+        if isinstance(fast, _Inert):
+            return []
         return self._full(data)
 
     def feed_many(self, events: Sequence[SseEvent], out: list[ModelStreamEvent]) -> None:
@@ -1061,11 +1128,17 @@ class ResponsesStreamDecoder:
             for event in events:
                 out += self.feed(event)
             return
-        for run, misfit in fast_runs(_TEXT_DELTA, events):
-            if run:
-                self._text_deltas(run, out)
-            if misfit is not None:
-                out += self._full(misfit.data)  # what `feed` does with an event that did not fit
+        # The read's events decoded at once, then taken in runs of one shape (grouped in C).
+        start = 0
+        for shape, group in itertools.groupby(_FAST_EVENT.decode_each(list(map(_data, events))), type):
+            run = list(group)
+            if shape is _TextDeltaEvent:
+                self._text_deltas(cast("list[_TextDeltaEvent]", run), out)
+            elif not issubclass(shape, _Inert):
+                # Marked for the full path, or not decoded by the fast one: what `feed` does.
+                for event in events[start : start + len(run)]:
+                    out += self._full(event.data)
+            start += len(run)
 
     def _text_deltas(self, deltas: list[_TextDeltaEvent], out: list[ModelStreamEvent]) -> None:
         """`feed`'s fast path for each of `deltas` in order, their events added to `out`."""
