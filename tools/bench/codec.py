@@ -5,9 +5,11 @@ than a change to the parser or a stream decoder makes. This times only what turn
 deltas, on the mock server's own bodies (the 50- and 1,000-delta answers of Chat Completions and
 Responses), with nothing else running in the process: the raw floor's split and typed decode
 (`fw_raw`'s own, as its runner reads a stream), against ferrule's `SseParser` and the OpenAI
-stream decoders (`feed_many`, then `finish`), with the parser's share on its own. Prints the best
-of `--reps` samples (of about 20 ms each) in µs per body, and the slope per event between the two
-lengths.
+stream decoders (`feed_many` for each read's events, then `finish`), with the parser's share on its
+own. Both are given the body in reads of at most 64 KiB, as httpcore2 reads a socket: a body parsed
+whole is one allocation of over 128 KiB, whose cost moves with the process's memory layout (by up
+to half of the parser's time, with no change to the code). Prints the best of `--reps` samples (of
+about 20 ms each) in µs per body, and the slope per event between the two lengths.
 
 To compare two commits, run it with each commit's packages first on `PYTHONPATH` (see
 `tools.bench.cpu`)."""
@@ -54,26 +56,40 @@ def body(api: str, deltas: int) -> bytes:
     return data
 
 
-def raw_deltas(api: str, data: bytes) -> list[str]:
-    """The floor: the body split on blank lines, its payloads read as its runner reads a stream."""
-    payloads, _ = sse_payloads(data)
+READ = 64 * 1024
+"""The most bytes one network read gives (httpcore2's read size)."""
+
+
+def reads(data: bytes) -> list[bytes]:
+    """`data` cut into the reads a socket would give it in."""
+    return [data[start : start + READ] for start in range(0, len(data), READ)]
+
+
+def raw_deltas(api: str, chunks: list[bytes]) -> list[str]:
+    """The floor: each read split on blank lines, its payloads read as its runner reads a stream."""
     deltas: list[str] = []
-    (ChatStream if api == "chat" else ResponsesStream)(deltas.append).feed(payloads)
+    stream = (ChatStream if api == "chat" else ResponsesStream)(deltas.append)
+    buffer = b""
+    for chunk in chunks:
+        payloads, buffer = sse_payloads(buffer + chunk)
+        stream.feed(payloads)
     return deltas
 
 
-def _parse(data: bytes) -> int:
-    return len(SseParser().feed(data))
+def _parse(chunks: list[bytes]) -> int:
+    parser = SseParser()
+    return sum(len(parser.feed(chunk)) for chunk in chunks)
 
 
-def ferrule_events(api: str, data: bytes) -> list[ModelStreamEvent]:
-    """ferrule: the body through `SseParser`, its events through the API's stream decoder."""
+def ferrule_events(api: str, chunks: list[bytes]) -> list[ModelStreamEvent]:
+    """ferrule: each read through `SseParser`, its events through the API's stream decoder."""
     parser = SseParser()
     decoder = (
         ChatStreamDecoder(model_name=MODEL) if api == "chat" else ResponsesStreamDecoder(model_name=MODEL)
     )
     out: list[ModelStreamEvent] = []
-    decoder.feed_many(parser.feed(data), out)
+    for chunk in chunks:
+        decoder.feed_many(parser.feed(chunk), out)
     decoder.feed_many(parser.close(), out)
     out += decoder.finish()
     return out
@@ -92,16 +108,17 @@ def main() -> None:
         times: dict[int, tuple[float, float, float, int]] = {}
         for deltas in DELTAS:
             data = body(api, deltas)
-            seen = len(raw_deltas(api, data))
+            chunks = reads(data)
+            seen = len(raw_deltas(api, chunks))
             if seen != deltas:
                 raise SystemExit(f"{api}: the floor saw {seen} deltas, not {deltas}")
-            events = _parse(data)
-            raw = _best(functools.partial(raw_deltas, api, data), args.reps)
-            sse = _best(functools.partial(_parse, data), args.reps)
-            whole = _best(functools.partial(ferrule_events, api, data), args.reps)
+            events = _parse(chunks)
+            raw = _best(functools.partial(raw_deltas, api, chunks), args.reps)
+            sse = _best(functools.partial(_parse, chunks), args.reps)
+            whole = _best(functools.partial(ferrule_events, api, chunks), args.reps)
             times[deltas] = (raw, sse, whole, events)
             print(
-                f"{api:9s} {deltas:5d} deltas ({events} events, {len(data):,} bytes): raw {raw:8.1f} µs, "
+                f"{api:9s} {deltas:5d} deltas ({events} events, {len(data):,} bytes, {len(chunks)} reads): raw {raw:8.1f} µs, "
                 f"ferrule {whole:8.1f} µs ({whole / raw:.2f}x), of which SseParser {sse:7.1f} µs",
                 flush=True,
             )
