@@ -12,7 +12,7 @@ figures, at 50 and 1,000 deltas:
 - `run`: `Agent.run` on the same model, whose buffered request returns the same answer at once
   (the agent's own cost of a run, for comparison).
 
-Prints the best of `--reps` samples in µs per run (CPU time of the thread, `time.thread_time`),
+Prints the best of `--reps` samples in µs per run (the loop thread's CPU time, as `tools.bench.cpu`),
 and for each the cost per delta between the two lengths and the fixed cost (what is left at no
 delta). To compare two commits, run it with each commit's packages first on `PYTHONPATH` (see
 `tools.bench.cpu`), both times: the environment's size alone can move a figure.
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import time
 from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -41,6 +39,7 @@ from ferrule.core.model import ResponseCompleted
 from ferrule.core.profile import ModelProfile
 from ferrule.core.streaming import ResponseBuilder
 from ferrule.core.usage import RequestUsage
+from tools.bench.cpu import cpu_per_run
 
 DELTAS = (50, 1000)
 RUNNERS = ("model", "stream_text", "events", "run")
@@ -128,24 +127,11 @@ def runner(name: str, deltas: int) -> Callable[[], Awaitable[int]]:
     return {"model": model_stream, "stream_text": stream_text, "events": events, "run": run}[name]
 
 
-async def _best(fn: Callable[[], Awaitable[int]], runs: int, reps: int) -> float:
-    for _ in range(max(3, runs // 5)):
-        await fn()
-    best = float("inf")
-    for _ in range(reps):
-        gc.collect()
-        start = time.thread_time()
-        for _ in range(runs):
-            await fn()
-        best = min(best, (time.thread_time() - start) / runs * 1e6)
-    return best
-
-
 async def _main(reps: int) -> None:
     short, long = DELTAS
     for name in RUNNERS:
-        few = await _best(runner(name, short), 200, reps)
-        many = await _best(runner(name, long), 20, reps)
+        _, few = await cpu_per_run(runner(name, short), 200, reps)
+        _, many = await cpu_per_run(runner(name, long), 20, reps)
         slope = (many - few) / (long - short)
         print(
             f"{name:12s} {short} deltas {few:8.1f} µs, {long} deltas {many:8.1f} µs: "
